@@ -1,0 +1,90 @@
+"""Analysis: one template in, the body of its format spec out.
+
+Each analyzer compares chosen renders and returns its part; this module runs them in
+order (capabilities, reasoning, content) and assembles the spec body. No marker string
+of any model is written here or below: every marker comes out of a render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import samples
+from ..conversation import Conversation
+from ..probe import probe
+from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER, ChatTemplate
+from . import content as content_analysis
+from . import reasoning as reasoning_analysis
+from .observe import observe
+
+LONG_MARKER = 64
+
+
+@dataclass
+class Analysis:
+    body: dict
+    evidence: list[str] = field(default_factory=list)
+    review: list[dict] = field(default_factory=list)
+
+
+def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
+    caps = probe(template, tool_shape)
+    talk = Conversation(template, tool_shape, system_role=caps.system_role)
+    obs = observe(talk, caps)
+    ending = content_analysis.analyze_ending(obs)
+    reasoning = reasoning_analysis.analyze(talk, obs, ending.closer)
+    content = content_analysis.analyze(obs, reasoning, ending)
+
+    end_of_turn = [m for m in content.end_of_turn if m]
+    preserved = []
+    for marker in (reasoning.start, reasoning.end, content.start, content.end, *end_of_turn):
+        if marker and marker not in preserved:
+            preserved.append(marker)
+    body = {
+        "capabilities": caps.as_dict(),
+        "reasoning": reasoning.section(),
+        "content": content.section(),
+        "tools": {"format": "none"},
+        "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
+        "grammar": {"triggers": [], "preserved_tokens": preserved},
+    }
+    analysis = Analysis(body, reasoning.evidence + content.evidence)
+    analysis.review.extend(_review(body))
+    return analysis
+
+
+def _strings(value, path=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}.{index}")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def _review(body: dict) -> list[dict]:
+    notes = []
+    for path, text in _strings(body):
+        if path.startswith("capabilities."):
+            continue
+        if len(text) > LONG_MARKER:
+            notes.append(
+                {
+                    "path": path,
+                    "message": f"marker of {len(text)} characters: it may have swallowed "
+                    "template prose; check it against the template",
+                }
+            )
+    return notes
+
+
+def leaked_probe_strings(body: dict) -> list[str]:
+    """Probe values or placeholders that made it into a spec body (must be none)."""
+    leaks = []
+    for path, text in _strings(body):
+        for probe_string in samples.PROBE_STRINGS + (BOS_PLACEHOLDER, EOS_PLACEHOLDER):
+            if probe_string in text:
+                leaks.append(f"{path}: {probe_string!r}")
+    return leaks

@@ -1,0 +1,166 @@
+"""Content: whether the content is wrapped in markers, and how a turn ends.
+
+The content-only turn is compared with the reasoning analysis: what stands before our
+content value, once an (empty) reasoning block is set aside, is a content opener; what
+stands after it up to the end-of-turn marker is a content closer. The end-of-turn marker
+is the one the template writes after the user's message too, where it writes one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import samples
+from ..diff import common_prefix_length, markers_in, tokens
+from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER
+from .observe import SETTINGS, Observation
+from .reasoning import ReasoningResult
+
+
+@dataclass
+class ContentResult:
+    mode: str = "plain"
+    start: str | None = None
+    end: str | None = None
+    end_of_turn: list[str] = field(default_factory=list)
+    tokenizer_eos: bool = False
+    evidence: list[str] = field(default_factory=list)
+
+    def section(self) -> dict:
+        return {"mode": self.mode, "start": self.start, "end": self.end}
+
+
+def _without_reasoning_block(text: str, reasoning: ReasoningResult) -> str:
+    """``text`` less a leading empty reasoning block (or a lone closer) it may hold."""
+    if reasoning.end is None:
+        return text
+    pattern = r"^\s*(?:%s)?\s*%s\s*" % (
+        re.escape(reasoning.start) if reasoning.start else "",
+        re.escape(reasoning.end),
+    )
+    return re.sub(pattern, "", text, count=1)
+
+
+def _pre_content(obs: Observation, thinking: bool) -> tuple[str, str] | None:
+    """(text before the content, text after it) in the model's output view."""
+    turn = obs.content[thinking]
+    output = turn.output
+    if output is None:
+        # The prompt is not a prefix; compare with the prompt as far as they agree.
+        base = obs.base[thinking]
+        if not turn.full.startswith(base):
+            return None
+        output = turn.full[len(base) :]
+        header = obs.prompt[thinking][len(base) :] if obs.prompt[thinking].startswith(
+            base
+        ) else ""
+        if header and output.startswith(header):
+            output = output[len(header) :]
+        else:
+            return None
+    at = output.rfind(samples.CONTENT)
+    if at < 0:
+        return None
+    return output[:at], output[at + len(samples.CONTENT) :]
+
+
+def _turn_tail(text: str, obs: Observation) -> str:
+    """Cut ``text`` before the header of a next turn, where a render runs on into one."""
+    heads = [m for m in markers_in(obs.base[True]) if m not in (BOS_PLACEHOLDER,)][:1]
+    cut = len(text)
+    for head in heads:
+        at = text.find(head)
+        if 0 < at < cut and text[:at].strip():
+            cut = at
+    return text[:cut]
+
+
+def _user_tail(obs: Observation) -> str:
+    base = obs.base[True]
+    at = base.rfind(samples.USER)
+    return base[at + len(samples.USER) :] if at >= 0 else ""
+
+
+@dataclass
+class Ending:
+    """How a content turn ends: text that closes the content, then the end-of-turn."""
+
+    closer: str = ""
+    end_of_turn: str = ""
+    tokenizer_eos: bool = False
+
+
+def analyze_ending(obs: Observation) -> Ending:
+    found = None
+    for thinking in SETTINGS:
+        found = _pre_content(obs, thinking)
+        if found is not None:
+            break
+    if found is None:
+        full = obs.content[True].full
+        at = full.rfind(samples.CONTENT)
+        after = full[at + len(samples.CONTENT) :] if at >= 0 else ""
+    else:
+        after = found[1]
+    ending = Ending(tokenizer_eos=EOS_PLACEHOLDER in after)
+    tail = after.replace(EOS_PLACEHOLDER, "\n").replace(BOS_PLACEHOLDER, "\n")
+    user_tail = _user_tail(obs)
+    user_markers = set(markers_in(user_tail))
+    tokens_after = tokens(tail)
+    # The end-of-turn marker is the longest run of tokens that the user's turn ends
+    # with as well; what precedes it closes the content.
+    best = None
+    offset = 0
+    for token in tokens_after:
+        if token in user_markers:
+            rest = tail[offset:]
+            from_user = user_tail[user_tail.find(token) :]
+            shared = rest[: common_prefix_length(rest, from_user)]
+            if best is None or len(shared) > len(best[1]):
+                best = (offset, shared)
+        offset += len(token)
+    if best is not None:
+        at, shared = best
+        shared = _turn_tail(shared.split("\n")[0] or shared, obs)
+        ending.closer = tail[:at].strip()
+        ending.end_of_turn = shared.strip()
+        return ending
+    stripped = tail.strip()
+    markers = markers_in(stripped)
+    if markers and stripped.startswith(markers[0]):
+        ending.end_of_turn = markers[0]
+    elif stripped and len(stripped) <= LONG and "\n" not in stripped:
+        ending.end_of_turn = stripped
+    return ending
+
+
+LONG = 64
+
+
+def analyze(obs: Observation, reasoning: ReasoningResult, ending: Ending) -> ContentResult:
+    result = ContentResult()
+    found = None
+    for thinking in SETTINGS:
+        found = _pre_content(obs, thinking)
+        if found is not None:
+            break
+    before = found[0] if found is not None else ""
+    opener = _without_reasoning_block(before, reasoning).strip()
+    if reasoning.content_start and not opener:
+        opener = reasoning.content_start
+        result.mode = "wrapped_with_reasoning"
+    if opener:
+        result.start = opener
+        if result.mode == "plain":
+            result.mode = "always_wrapped"
+    end_of_turn = ending.end_of_turn
+    if ending.closer and result.start:
+        result.end = ending.closer
+    elif ending.closer:
+        # A closer without an opener belongs to the end of the turn.
+        end_of_turn = ending.closer + end_of_turn
+    result.end_of_turn = [end_of_turn] if end_of_turn else []
+    result.tokenizer_eos = ending.tokenizer_eos
+    result.evidence.append(f"before content={before!r}; ending={ending}")
+    return result

@@ -1,0 +1,195 @@
+"""Capabilities: what a template can express, found by rendering small conversations.
+
+Each probe renders one variant and looks for our own invented values in the output; a
+template that raises on a variant cannot express it. Nothing here knows any model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import samples
+from .conversation import Conversation
+from .render import ChatTemplate
+
+# Inputs every chat template may read; anything else it reads undeclared is reported.
+STANDARD_VARIABLES = frozenset(
+    {
+        "messages",
+        "tools",
+        "add_generation_prompt",
+        "bos_token",
+        "eos_token",
+        "enable_thinking",
+        "raise_exception",
+        "strftime_now",
+        "range",
+        "namespace",
+        "dict",
+        "lipsum",
+        "cycler",
+        "joiner",
+        "documents",
+        "tool_choice",
+        "builtin_tools",
+        "custom_tools",
+        "tools_in_user_message",
+        "date_string",
+        "reasoning_effort",
+        "thinking",
+        "chat_template_kwargs",
+        "add_vision_id",
+    }
+)
+
+# Where a message may carry its reasoning, in the order we prefer them: fields first,
+# then typed content blocks. These are input conventions, not output markers.
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking", "thought")
+REASONING_BLOCKS = (("thinking", "thinking"), ("thoughts", "text"))
+
+
+@dataclass
+class Capabilities:
+    system_role: bool = True
+    tools: bool = False
+    tool_calls: bool = False
+    tool_responses: bool = False
+    parallel_tool_calls: bool = False
+    tool_call_id: bool = False
+    tool_call_id_pattern: str | None = None
+    object_arguments: bool = False
+    string_arguments: bool = False
+    requires_non_null_content: bool = False
+    typed_content_blocks: bool = False
+    reasoning_field: str | None = None
+    thinking_toggle: bool = False
+    undeclared_variables: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def reasoning_message(field_name: str | None, reasoning: str, content: str) -> dict:
+    """An assistant message carrying ``reasoning`` the way the template reads it."""
+    if field_name is None:
+        return {"role": "assistant", "content": content}
+    if field_name.startswith("block:"):
+        block_type, key = field_name[len("block:") :].split("/")
+        return {
+            "role": "assistant",
+            "content": [
+                {"type": block_type, key: reasoning},
+                {"type": "text", "text": content},
+            ],
+        }
+    return {"role": "assistant", "content": content, field_name: reasoning}
+
+
+def _contains(render: str | None, *needles: str) -> bool:
+    return render is not None and all(needle in render for needle in needles)
+
+
+def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
+    caps = Capabilities()
+    declared = set(template.undeclared_variables())
+    caps.undeclared_variables = sorted(declared - STANDARD_VARIABLES)
+
+    talk = Conversation(template, tool_shape, system_role=True)
+    caps.system_role = _contains(talk.attempt(talk.prompt), samples.SYSTEM)
+    talk.system_role = caps.system_role
+
+    with_tools = talk.attempt(talk.prompt, tools=[samples.TOOL])
+    caps.tools = _contains(with_tools, samples.FUNCTION)
+
+    def call_message(*calls, content=""):
+        return {"role": "assistant", "content": content, "tool_calls": list(calls)}
+
+    def renders_call(message) -> str | None:
+        return talk.attempt(talk.full, message, tools=[samples.TOOL])
+
+    as_object = renders_call(call_message(samples.tool_call()))
+    as_string = renders_call(call_message(samples.tool_call(as_string=True)))
+    caps.object_arguments = _contains(as_object, samples.FUNCTION, samples.ARGUMENT_VALUE)
+    caps.string_arguments = _contains(as_string, samples.FUNCTION, samples.ARGUMENT_VALUE)
+    caps.tool_calls = caps.object_arguments or caps.string_arguments
+    string_args = not caps.object_arguments
+
+    if caps.tool_calls:
+        one = renders_call(call_message(samples.tool_call(as_string=string_args)))
+        caps.tool_call_id = _contains(one, samples.CALL_ID)
+        freeform = renders_call(
+            call_message(
+                samples.tool_call(call_id=samples.CALL_ID_FREEFORM, as_string=string_args)
+            )
+        )
+        if freeform is None:
+            # The template accepts our nine-alphanumeric id but not a free-form one.
+            caps.tool_call_id_pattern = "[a-zA-Z0-9]{9}"
+        two = renders_call(
+            call_message(
+                samples.tool_call(as_string=string_args),
+                samples.tool_call(
+                    samples.FUNCTION_2, samples.CALL_ID_2, as_string=string_args
+                ),
+            )
+        )
+        caps.parallel_tool_calls = _contains(two, samples.FUNCTION, samples.FUNCTION_2)
+        null_content = renders_call(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [samples.tool_call(as_string=string_args)],
+            }
+        )
+        caps.requires_non_null_content = null_content is None or "None" in null_content
+
+    response = talk.attempt(
+        talk.template.render,
+        talk.history()
+        + [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [samples.tool_call(as_string=string_args)],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": samples.CALL_ID,
+                "name": samples.FUNCTION,
+                "content": samples.TOOL_RESULT,
+            },
+        ],
+        tools=talk.tools([samples.TOOL]),
+    )
+    caps.tool_responses = _contains(response, samples.TOOL_RESULT)
+
+    blocks = talk.attempt(
+        talk.full,
+        {"role": "assistant", "content": [{"type": "text", "text": samples.CONTENT}]},
+    )
+    caps.typed_content_blocks = _contains(blocks, samples.CONTENT) and (
+        "'type'" not in blocks and '"type"' not in blocks
+    )
+
+    caps.reasoning_field = find_reasoning_field(talk)
+
+    on = talk.attempt(talk.prompt, enable_thinking=True)
+    off = talk.attempt(talk.prompt, enable_thinking=False)
+    caps.thinking_toggle = on is not None and off is not None and on != off
+    return caps
+
+
+def find_reasoning_field(talk: Conversation) -> str | None:
+    candidates = list(REASONING_FIELDS) + [
+        f"block:{block_type}/{key}" for block_type, key in REASONING_BLOCKS
+    ]
+    for name in candidates:
+        message = reasoning_message(name, samples.REASONING, samples.CONTENT)
+        for thinking in (True, False):
+            render = talk.attempt(talk.full, message, enable_thinking=thinking)
+            if not _contains(render, samples.REASONING, samples.CONTENT):
+                continue
+            if name.startswith("block:") and ("'type'" in render or '"type"' in render):
+                continue  # the template printed our list, it did not read it
+            return name
+    return None

