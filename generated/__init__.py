@@ -1,0 +1,1 @@
+"""Generated chat-format parsers: one standalone module per template."""
