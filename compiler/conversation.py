@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import samples
-from .render import ChatTemplate, RenderError, TemplateRaised
+from .render import ChatTemplate, RenderError, RenderLimitExceeded, TemplateRaised
 
 
 def to_tool_shape(tool: dict, shape: str) -> dict:
@@ -85,7 +85,7 @@ class Conversation:
         """A render that the template may refuse; ``None`` when it does."""
         try:
             return render(*args, **kwargs)
-        except TemplateRaised:
-            return None
+        except RenderLimitExceeded:
+            raise  # a template that runs away does so for every variant: stop now
         except RenderError:
-            return None
+            return None  # includes TemplateRaised: the template refuses this variant

@@ -483,7 +483,7 @@ def test_value_is_copied_not_shared():
 )
 def test_malformed_override_raises_naming_the_path(entry, expected):
     with pytest.raises(SpecError, match=rf"^{ORIGIN}: {expected}"):
-        apply_overrides(BODY, [override("reasoning.mode", "tag"), entry][1:], ORIGIN)
+        apply_overrides(BODY, [entry], ORIGIN)
 
 
 def test_overrides_must_be_a_list():

@@ -1,0 +1,339 @@
+"""The GBNF grammars, checked with llguidance one token per byte (DESIGN.md, "GBNF dialect").
+
+Every committed grammar must compile; every output the round trip produces must be
+accepted by the grammar for its thinking setting; the ``without`` automaton must reject
+exactly the texts containing its stop string; ``literal``/``char_class`` must keep any
+template text inside one literal or class.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import itertools
+import os
+
+import pytest
+
+llguidance = pytest.importorskip("llguidance")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from llguidance.gbnf_to_lark import GrammarParser, LiteralNode  # noqa: E402
+
+from compiler.codegen import gbnf  # noqa: E402
+from tests import roundtrip as rt  # noqa: E402
+
+GENERATED = os.path.join(rt.ROOT, "generated")
+
+
+# ---------------------------------------------------------------------------
+# llguidance with one token per byte
+
+
+class _ByteTokenizer:
+    """Token i < 256 is the single byte i; token 256 is EOS."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"<|eos|>"]
+    special_token_ids = [256]
+
+    def __call__(self, text):
+        return list(text.encode("utf-8") if isinstance(text, str) else text)
+
+
+TOKENIZER = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()), slices=[])
+EOS = _ByteTokenizer.eos_token_id
+
+
+class GrammarError(AssertionError):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _matcher(grammar_text: str, name: str):
+    """A fresh matcher for the grammar; fails naming ``name`` if it does not compile."""
+    try:
+        compiled = llguidance.grammar_from("gbnf", grammar_text)
+    except ValueError as error:
+        raise GrammarError(f"{name}: grammar does not convert: {error}") from None
+    matcher = llguidance.LLMatcher(TOKENIZER, compiled, log_level=0)
+    if matcher.is_error():
+        raise GrammarError(f"{name}: grammar does not compile: {matcher.get_error()}")
+    return matcher
+
+
+def compile_grammar(grammar_text: str, name: str = "grammar") -> None:
+    _matcher(grammar_text, name)
+
+
+def accepts(grammar_text: str, text: str, name: str = "grammar") -> bool:
+    """Whether the grammar's root matches all of ``text`` (fed byte by byte) and may end."""
+    matcher = _matcher(grammar_text, name).deep_copy()
+    data = text.encode("utf-8")
+    if matcher.try_consume_tokens(list(data)) != len(data):
+        return False
+    return matcher.is_accepting() and matcher.consume_token(EOS)
+
+
+def why_rejected(grammar_text: str, text: str) -> str:
+    matcher = _matcher(grammar_text, "grammar").deep_copy()
+    for at, byte in enumerate(text.encode("utf-8")):
+        if not matcher.consume_token(byte):
+            return f"byte {at} of {text.encode('utf-8')!r}: {matcher.get_error()[:200]}"
+    return "all bytes consumed, but the grammar cannot end there"
+
+
+def test_helper_sanity():
+    grammar = 'root ::= "ab" [c-e]* | "x"\n'
+    assert accepts(grammar, "ab") and accepts(grammar, "abcde") and accepts(grammar, "x")
+    assert not accepts(grammar, "a") and not accepts(grammar, "abf") and not accepts(grammar, "")
+    with pytest.raises(GrammarError, match="broken"):
+        compile_grammar('root ::= undefined-rule\n', "broken")
+
+
+# ---------------------------------------------------------------------------
+# 1. committed grammars compile and equal the modules' constants
+
+GBNF_FILES = sorted(glob.glob(os.path.join(GENERATED, "*.gbnf")))
+
+
+@pytest.mark.parametrize("path", GBNF_FILES, ids=os.path.basename)
+def test_committed_grammar_compiles_and_matches_module(path):
+    name = os.path.basename(path)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    compile_grammar(text, name)
+    if name.endswith(".tools.gbnf"):
+        slug = name[: -len(".tools.gbnf")]
+        assert rt.module(slug).GBNF_TOOLS == text, f"{name} differs from GBNF_TOOLS"
+    else:
+        slug = name[: -len(".gbnf")]
+        assert rt.module(slug).GBNF == text, f"{name} differs from GBNF"
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_module_grammars_compile(slug):
+    module = rt.module(slug)
+    assert module.GBNF == module.grammar()
+    for thinking in (True, False):
+        compile_grammar(module.grammar(enable_thinking=thinking), f"{slug} thinking={thinking}")
+    tools_file = os.path.join(GENERATED, f"{slug}.tools.gbnf")
+    assert os.path.exists(os.path.join(GENERATED, f"{slug}.gbnf")), f"{slug}.gbnf missing"
+    assert (module.GBNF_TOOLS is None) == (not os.path.exists(tools_file))
+
+
+# ---------------------------------------------------------------------------
+# 2. every round-trip output is accepted
+
+CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.CONTENT_KINDS]
+
+
+@functools.lru_cache(maxsize=None)
+def _case(slug, kind):
+    return rt.make_case(slug, kind)
+
+
+@pytest.mark.parametrize("slug,kind", CASES, ids=[f"{s}-{k.name}" for s, k in CASES])
+def test_round_trip_output_is_accepted(slug, kind):
+    case = _case(slug, kind)
+    if case is None:
+        pytest.skip("the template cannot express this case")
+    module = rt.module(slug)
+    grammar = module.grammar(enable_thinking=kind.enable_thinking)
+    name = f"{slug} thinking={kind.enable_thinking}"
+    assert accepts(grammar, case.text, name), (
+        f"{name} rejects {case.text!r}: {why_rejected(grammar, case.text)}"
+    )
+    if module.STOP:
+        stopped = case.text + module.STOP[0]
+        assert accepts(grammar, stopped, name), (
+            f"{name} rejects {stopped!r}: {why_rejected(grammar, stopped)}"
+        )
+
+
+# ---------------------------------------------------------------------------
+# 3. what the grammar rejects
+
+
+def _spec(slug):
+    return rt.module(slug).SPEC
+
+
+WRAPPED_WITH_END = [
+    slug
+    for slug in rt.slugs()
+    if _spec(slug)["content"]["mode"] == "always_wrapped" and _spec(slug)["content"].get("end")
+]
+
+
+@pytest.mark.parametrize("slug", WRAPPED_WITH_END)
+def test_nothing_but_whitespace_after_content_end(slug):
+    module = rt.module(slug)
+    end = module.SPEC["content"]["end"]
+    checked = 0
+    for kind in rt.CONTENT_KINDS:
+        case = _case(slug, kind)
+        if case is None:
+            continue
+        grammar = module.grammar(enable_thinking=kind.enable_thinking)
+        closed = case.text + end
+        assert accepts(grammar, closed, slug), why_rejected(grammar, closed)
+        assert accepts(grammar, closed + "\n \t", slug)
+        if module.STOP:
+            assert accepts(grammar, closed + "\n" + module.STOP[0], slug)
+        for junk in ("x", "\nmore text", end, " " + case.kind.content):
+            assert not accepts(grammar, closed + junk, slug), f"accepts {closed + junk!r}"
+        checked += 1
+    if not checked:
+        pytest.skip("no expressible case")
+
+
+REASONING_WITH_END = [slug for slug in rt.slugs() if _spec(slug)["reasoning"].get("end")]
+REASONING_KIND = next(k for k in rt.CONTENT_KINDS if k.reasoning)
+
+
+@pytest.mark.parametrize("slug", REASONING_WITH_END)
+def test_reasoning_end_twice(slug):
+    """The reasoning end marker written twice, with text between: where ``parse`` (strict)
+    does not read that as well-formed, the grammar must reject it too."""
+    module = rt.module(slug)
+    end = module.SPEC["reasoning"]["end"]
+    case = _case(slug, REASONING_KIND)
+    if case is None or case.text.count(end) != 1:
+        pytest.skip("no reasoning case with one end marker")
+    doubled = case.text.replace(end, end + "More thought." + end)
+    thinking = case.kind.enable_thinking
+    try:
+        module.parse(doubled, enable_thinking=thinking, strict=True)
+    except ValueError:
+        pass
+    else:
+        pytest.skip("parse reads the doubled marker as well-formed")
+    grammar = module.grammar(enable_thinking=thinking)
+    assert accepts(grammar, case.text, slug)
+    assert not accepts(grammar, doubled, slug), f"accepts {doubled!r}"
+
+
+# ---------------------------------------------------------------------------
+# 4. without(): the KMP automaton rejects exactly the texts containing the stop
+
+STOPS = ["</think>", "aab", "<|close|>x<|sep|>", "ababc"]
+OTHER = "é"  # in no stop above; multi-byte, so UTF-8 is exercised too
+
+
+def _without_grammar(stop):
+    return "\n".join(["root ::= body"] + gbnf.without("body", stop)) + "\n"
+
+
+def _pieces(stop):
+    """Single characters of the alphabet, and prefixes/suffixes of the stop, so that
+    near misses and overlapping occurrences are common."""
+    chars = sorted(set(stop)) + [OTHER]
+    parts = {stop[:i] for i in range(1, len(stop) + 1)} | {stop[i:] for i in range(len(stop))}
+    return st.lists(st.sampled_from(chars + sorted(parts)), max_size=8).map("".join)
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_without_compiles(stop):
+    compile_grammar(_without_grammar(stop), f"without({stop!r})")
+
+
+@pytest.mark.parametrize("stop", STOPS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_without_accepts_iff_stop_absent(stop, data):
+    alphabet = "".join(sorted(set(stop))) + OTHER
+    text = data.draw(
+        st.one_of(st.text(alphabet=alphabet, max_size=12), _pieces(stop)), label="text"
+    )
+    grammar = _without_grammar(stop)
+    assert accepts(grammar, text, f"without({stop!r})") == (stop not in text), repr(text)
+
+
+@pytest.mark.parametrize("stop", ["aab", "ababc"])
+def test_without_exhaustive_short_texts(stop):
+    grammar = _without_grammar(stop)
+    alphabet = sorted(set(stop)) + [OTHER]
+    for size in range(7):
+        for chars in itertools.product(alphabet, repeat=size):
+            text = "".join(chars)
+            assert accepts(grammar, text) == (stop not in text), repr(text)
+
+
+# ---------------------------------------------------------------------------
+# 5. literal / char_class escaping
+
+HOSTILE = [
+    '"\\" ::= root\n',
+    '"\\" ::= root\\n',
+    'x" | [^a] ::= root\r\n# comment',
+    "]\\]\"[",
+    "tab\there\x00nul\x01\x1f\x7fdel",
+    "<｜end▁of▁sentence｜>",
+    "日本語 émoji 🙂",
+]
+
+
+def _one_gbnf_literal(source: str) -> bool:
+    """Whether ``source`` is exactly one GBNF string literal (escapes skipped)."""
+    if len(source) < 2 or source[0] != '"':
+        return False
+    at = 1
+    while at < len(source) and source[at] != '"':
+        at += 2 if source[at] == "\\" else 1
+    return at == len(source) - 1
+
+
+def test_literal_escapes():
+    assert gbnf.literal('"') == '"\\""'
+    assert gbnf.literal("\\") == '"\\\\"'
+    assert gbnf.literal("\n\r\t") == '"\\n\\r\\t"'
+    assert gbnf.literal("\x00\x1b\x7f") == '"\\x00\\x1B\\x7F"'
+    assert gbnf.literal("]") in ('"]"', '"\\]"')
+    assert gbnf.literal("日") == '"日"'  # multi-byte written as itself
+
+
+def test_char_class_escapes():
+    assert gbnf.char_class("]") == "[\\]]"
+    assert gbnf.char_class('"') == '["]' or gbnf.char_class('"') == '[\\"]'
+    assert gbnf.char_class("\\") == "[\\\\]"
+    assert gbnf.char_class("\n") == "[\\n]"
+    assert gbnf.char_class("\x01") == "[\\x01]"
+    assert gbnf.char_class("a", negated=True) == "[^a]"
+    for source in (gbnf.char_class(HOSTILE[2] + "^-"), gbnf.char_class("^", negated=True)):
+        assert "\n" not in source and "\r" not in source
+
+
+@pytest.mark.parametrize("marker", HOSTILE, ids=repr)
+def test_literal_is_one_literal_matching_exactly(marker):
+    source = gbnf.literal(marker)
+    assert _one_gbnf_literal(source), source
+    assert all(ord(c) >= 0x20 and c != "\x7f" for c in source), source
+    grammar = f"root ::= {source}\n"
+    rules = GrammarParser().parse(grammar)
+    assert list(rules) == ["root"], rules
+    node = rules["root"].alternatives.simplify()
+    assert isinstance(node, LiteralNode), node
+    name = f"literal({marker!r})"
+    compile_grammar(grammar, name)
+    assert accepts(grammar, marker, name), why_rejected(grammar, marker)
+    for other in ("", marker[:-1], marker + "x", "x" + marker, marker.replace("\\", "/")):
+        if other != marker:
+            assert not accepts(grammar, other, name), repr(other)
+
+
+@pytest.mark.parametrize("marker", HOSTILE, ids=repr)
+def test_char_class_matches_exactly_its_chars(marker):
+    chars = set(marker) | set("^-[]")
+    grammar = f"root ::= {gbnf.char_class(chars)}\nnot ::= {gbnf.char_class(chars, True)}\n"
+    positive = f"root ::= {gbnf.char_class(chars)}\n"
+    negative = f"root ::= {gbnf.char_class(chars, negated=True)}\n"
+    name = f"char_class({marker!r})"
+    compile_grammar(grammar, name)
+    for char in sorted(chars) + ["a", "z", "0", "é", "日", " "]:
+        inside = char in chars
+        assert accepts(positive, char, name) == inside, repr(char)
+        if char != "\x00":  # NUL: whether an engine's negated class admits it varies
+            assert accepts(negative, char, name) != inside, repr(char)
+    assert not accepts(positive, "", name)
