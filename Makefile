@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs test check bench clean
+.PHONY: all templates specs test clean
 
 all: specs
 
@@ -20,9 +20,6 @@ templates: $(STAMP)
 
 specs: templates
 	$(PY) -m compiler build --templates templates --specs specs --generated generated
-
-check: $(STAMP)
-	$(PY) -m compiler check --templates templates --specs specs --generated generated
 
 test: templates
 	$(PY) -m pytest -q

@@ -38,11 +38,15 @@ OUTPUTS = {
 }
 
 
-@pytest.mark.parametrize("slug", sorted(OUTPUTS))
-def test_handwritten_output(slug):
+def _parser(slug):
     if slug not in rt.slugs():
         pytest.skip("no spec")
-    parser = importlib.import_module(f"generated.{slug}")
+    return importlib.import_module(f"generated.{slug}")
+
+
+@pytest.mark.parametrize("slug", sorted(OUTPUTS))
+def test_handwritten_output(slug):
+    parser = _parser(slug)
     text, thinking = OUTPUTS[slug]
     parsed = parser.parse(text, enable_thinking=thinking)
     assert parsed["reasoning_content"] == THINK
@@ -52,9 +56,7 @@ def test_handwritten_output(slug):
 
 @pytest.mark.parametrize("slug", sorted(OUTPUTS))
 def test_unclosed_reasoning_is_reasoning(slug):
-    if slug not in rt.slugs():
-        pytest.skip("no spec")
-    parser = importlib.import_module(f"generated.{slug}")
+    parser = _parser(slug)
     text, thinking = OUTPUTS[slug]
     cut = text.index(THINK) + len(THINK)
     parsed = parser.parse(text[:cut], enable_thinking=thinking)
