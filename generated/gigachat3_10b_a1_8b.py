@@ -79,12 +79,12 @@ PRESERVED_TOKENS = ["<|message_sep|>"]
 _GRAMMAR_THINKING = (
     'root ::= any ( "<|message_sep|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
     'root ::= any ( "<|message_sep|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

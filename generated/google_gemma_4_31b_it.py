@@ -79,14 +79,10 @@ STOP = ["<turn|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["<turn|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<turn|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<turn|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<turn|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<turn|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

@@ -69,14 +69,10 @@ STOP = ["<|im_end|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["<|im_end|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|im_end|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|im_end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|im_end|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|im_end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

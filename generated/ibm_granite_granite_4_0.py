@@ -67,12 +67,12 @@ PRESERVED_TOKENS = ["<|end_of_text|>"]
 _GRAMMAR_THINKING = (
     'root ::= any ( "<|end_of_text|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
     'root ::= any ( "<|end_of_text|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

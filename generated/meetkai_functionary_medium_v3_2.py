@@ -83,16 +83,16 @@ STOP = ["<|eot_id|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["all", "<|eot_id|>"]
 _GRAMMAR_THINKING = (
-    'root ::= content ( "<|eot_id|>" ws )?\n'
+    'root ::= ws content ( "<|eot_id|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
-    'content ::= ws "all" any\n'
+    "any ::= [^\\x00]*\n"
+    'content ::= ( "all" any )?\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= content ( "<|eot_id|>" ws )?\n'
+    'root ::= ws content ( "<|eot_id|>" ws )?\n'
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
-    'content ::= ws "all" any\n'
+    "any ::= [^\\x00]*\n"
+    'content ::= ( "all" any )?\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

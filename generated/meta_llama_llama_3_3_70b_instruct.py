@@ -65,14 +65,10 @@ STOP = ["<|eot_id|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["<|eot_id|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

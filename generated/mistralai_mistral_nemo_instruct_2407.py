@@ -64,12 +64,8 @@ SPEC = {
 STOP = []
 TRIGGERS = []
 PRESERVED_TOKENS = []
-_GRAMMAR_THINKING = (
-    "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= ( [^\\x00] any )?\n"
-)
-_GRAMMAR_NO_THINKING = (
-    "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= ( [^\\x00] any )?\n"
-)
+_GRAMMAR_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+_GRAMMAR_NO_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
 GBNF_TOOLS = None

@@ -70,14 +70,10 @@ STOP = ["<|end|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["<|end|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|end|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|end|>" ws )?\n'
-    "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= ( [^\\x00] any )?\n"
+    'root ::= any ( "<|end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING

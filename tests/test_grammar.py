@@ -1,15 +1,23 @@
 """The GBNF grammars, checked with llguidance one token per byte (DESIGN.md, "GBNF dialect").
 
 Every committed grammar must compile; every output the round trip produces must be
-accepted by the grammar for its thinking setting; the ``without`` automaton must reject
-exactly the texts containing its stop string; ``literal``/``char_class`` must keep any
-template text inside one literal or class.
+accepted by the grammar for its thinking setting, and so must every output ``parse``
+reads as well-formed, of any length; the ``without`` automaton must reject exactly the
+texts containing its stop string; ``literal``/``char_class`` must keep any template text
+inside one literal or class.
+
+llguidance reads GBNF through ``llguidance.gbnf_to_lark``: every named rule built only from
+strings, classes and other such rules becomes ONE greedy lexeme, string literals are
+lexemes, and the lexer backs off at most one byte. A grammar that is right in the
+abstract can still lose texts there, which is why these tests run the grammars rather
+than read them.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import inspect
 import itertools
 import os
 
@@ -51,15 +59,23 @@ class GrammarError(AssertionError):
 
 
 @functools.lru_cache(maxsize=None)
-def _matcher(grammar_text: str, name: str):
-    """A fresh matcher for the grammar; fails naming ``name`` if it does not compile."""
+def _compiled(grammar_text: str):
+    """A fresh matcher for the grammar, or the reason it does not compile."""
     try:
         compiled = llguidance.grammar_from("gbnf", grammar_text)
     except ValueError as error:
-        raise GrammarError(f"{name}: grammar does not convert: {error}") from None
+        return f"grammar does not convert: {error}"
     matcher = llguidance.LLMatcher(TOKENIZER, compiled, log_level=0)
     if matcher.is_error():
-        raise GrammarError(f"{name}: grammar does not compile: {matcher.get_error()}")
+        return f"grammar does not compile: {matcher.get_error()}"
+    return matcher
+
+
+def _matcher(grammar_text: str, name: str):
+    """A fresh matcher for the grammar; fails naming ``name`` if it does not compile."""
+    matcher = _compiled(grammar_text)
+    if isinstance(matcher, str):
+        raise GrammarError(f"{name}: {matcher}")
     return matcher
 
 
@@ -125,16 +141,22 @@ def test_module_grammars_compile(slug):
 
 # ---------------------------------------------------------------------------
 # 2. every round-trip output is accepted
+#
+# "committed" is the module's grammar(); "built" is what compiler/codegen/gbnf.py emits
+# now for the module's SPEC (the same text once generated/ is rebuilt).
 
-# Known: the right-recursive rules gbnf.without() emits make llguidance give up on long
-# bodies (these two texts run past ~80 bytes inside one body). A non-recursive rewrite is
-# under way (see the issue notes).
-LONG_BODY_FAILURES = {
+# Known, committed grammars only: llguidance lexes each GBNF string literal as one greedy
+# lexeme and backs off at most one byte, so when free text spelled as single-character
+# classes may be followed by a marker literal, a text holding two or more characters of
+# the marker that do not complete it ("</b>" before "</think>" or "</assistant>") is
+# rejected. A body written as one regular rule (gbnf.without with closed=) does not race.
+LEXER_RACE_FAILURES = {
     ("nvidia_nemotron_nano_v2", "multiline_markup"),
     ("poolside_laguna_s_2_1", "multiline_markup"),
 }
 
 CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.CONTENT_KINDS]
+SOURCES = ("committed", "built")
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,24 +164,31 @@ def _case(slug, kind):
     return rt.make_case(slug, kind)
 
 
+@functools.lru_cache(maxsize=None)
+def grammar_for(slug: str, thinking: bool, source: str = "committed") -> str:
+    module = rt.module(slug)
+    if source == "committed":
+        return module.grammar(enable_thinking=thinking)
+    return gbnf.build(module.SPEC, enable_thinking=thinking)
+
+
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("slug,kind", CASES, ids=[f"{s}-{k.name}" for s, k in CASES])
-def test_round_trip_output_is_accepted(slug, kind):
-    if (slug, kind.name) in LONG_BODY_FAILURES:
-        pytest.xfail("right-recursive body rules exceed llguidance's Earley limits on long text")
+def test_round_trip_output_is_accepted(slug, kind, source):
     case = _case(slug, kind)
     if case is None:
         pytest.skip("the template cannot express this case")
     module = rt.module(slug)
-    grammar = module.grammar(enable_thinking=kind.enable_thinking)
-    name = f"{slug} thinking={kind.enable_thinking}"
-    assert accepts(grammar, case.text, name), (
-        f"{name} rejects {case.text!r}: {why_rejected(grammar, case.text)}"
-    )
-    if module.STOP:
-        stopped = case.text + module.STOP[0]
-        assert accepts(grammar, stopped, name), (
-            f"{name} rejects {stopped!r}: {why_rejected(grammar, stopped)}"
-        )
+    grammar = grammar_for(slug, kind.enable_thinking, source)
+    name = f"{slug} ({source}, thinking={kind.enable_thinking})"
+    texts = [case.text] + ([case.text + module.STOP[0]] if module.STOP else [])
+    rejected = [text for text in texts if not accepts(grammar, text, name)]
+    if source == "committed" and (slug, kind.name) in LEXER_RACE_FAILURES:
+        if rejected:
+            pytest.xfail("known: a marker literal races single-character lexemes")
+        return
+    for text in rejected:
+        pytest.fail(f"{name} rejects {text!r}: {why_rejected(grammar, text)}")
 
 
 # ---------------------------------------------------------------------------
@@ -177,8 +206,9 @@ WRAPPED_WITH_END = [
 ]
 
 
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("slug", WRAPPED_WITH_END)
-def test_nothing_but_whitespace_after_content_end(slug):
+def test_nothing_but_whitespace_after_content_end(slug, source):
     module = rt.module(slug)
     end = module.SPEC["content"]["end"]
     checked = 0
@@ -186,7 +216,7 @@ def test_nothing_but_whitespace_after_content_end(slug):
         case = _case(slug, kind)
         if case is None:
             continue
-        grammar = module.grammar(enable_thinking=kind.enable_thinking)
+        grammar = grammar_for(slug, kind.enable_thinking, source)
         closed = case.text + end
         assert accepts(grammar, closed, slug), why_rejected(grammar, closed)
         assert accepts(grammar, closed + "\n \t", slug)
@@ -203,8 +233,9 @@ REASONING_WITH_END = [slug for slug in rt.slugs() if _spec(slug)["reasoning"].ge
 REASONING_KIND = next(k for k in rt.CONTENT_KINDS if k.reasoning)
 
 
+@pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("slug", REASONING_WITH_END)
-def test_reasoning_end_twice(slug):
+def test_reasoning_end_twice(slug, source):
     """The reasoning end marker written twice, with text between: where ``parse`` (strict)
     does not read that as well-formed, the grammar must reject it too."""
     module = rt.module(slug)
@@ -220,7 +251,7 @@ def test_reasoning_end_twice(slug):
         pass
     else:
         pytest.skip("parse reads the doubled marker as well-formed")
-    grammar = module.grammar(enable_thinking=thinking)
+    grammar = grammar_for(slug, thinking, source)
     assert accepts(grammar, case.text, slug)
     assert not accepts(grammar, doubled, slug), f"accepts {doubled!r}"
 
@@ -232,8 +263,20 @@ STOPS = ["</think>", "aab", "<|close|>x<|sep|>", "ababc"]
 OTHER = "é"  # in no stop above; multi-byte, so UTF-8 is exercised too
 
 
-def _without_grammar(stop):
-    return "\n".join(["root ::= body"] + gbnf.without("body", stop)) + "\n"
+HAS_CLOSED = "closed" in inspect.signature(gbnf.without).parameters
+
+
+def _without_grammar(stop, closed=False):
+    """``root ::= body`` (text without ``stop``), or with ``closed`` the closing rule:
+    text through the first ``stop``."""
+    if not closed:
+        return "\n".join(["root ::= body"] + gbnf.without("body", stop)) + "\n"
+    rules = gbnf.without("body", stop, closed="body-closed")
+    return "\n".join(["root ::= body-closed"] + rules) + "\n"
+
+
+def _closes_once(text, stop):
+    return text.endswith(stop) and text.find(stop) == len(text) - len(stop)
 
 
 def _pieces(stop):
@@ -247,6 +290,8 @@ def _pieces(stop):
 @pytest.mark.parametrize("stop", STOPS)
 def test_without_compiles(stop):
     compile_grammar(_without_grammar(stop), f"without({stop!r})")
+    if HAS_CLOSED:
+        compile_grammar(_without_grammar(stop, closed=True), f"without({stop!r}, closed)")
 
 
 @pytest.mark.parametrize("stop", STOPS)
@@ -259,16 +304,90 @@ def test_without_accepts_iff_stop_absent(stop, data):
     )
     grammar = _without_grammar(stop)
     assert accepts(grammar, text, f"without({stop!r})") == (stop not in text), repr(text)
+    if HAS_CLOSED:
+        closed = _without_grammar(stop, closed=True)
+        for candidate in (text, text + stop):
+            assert accepts(closed, candidate) == _closes_once(candidate, stop), repr(candidate)
 
 
-@pytest.mark.parametrize("stop", ["aab", "ababc"])
+@pytest.mark.parametrize("stop", ["aab", "ababc", "aa", "x"])
 def test_without_exhaustive_short_texts(stop):
-    grammar = _without_grammar(stop)
+    body = _without_grammar(stop)
+    closed = _without_grammar(stop, closed=True) if HAS_CLOSED else None
     alphabet = sorted(set(stop)) + [OTHER]
     for size in range(7):
         for chars in itertools.product(alphabet, repeat=size):
             text = "".join(chars)
-            assert accepts(grammar, text) == (stop not in text), repr(text)
+            assert accepts(body, text) == (stop not in text), repr(text)
+            if closed:
+                assert accepts(closed, text) == _closes_once(text, stop), repr(text)
+
+
+def test_without_rejects_an_empty_stop():
+    if not HAS_CLOSED:
+        pytest.skip("the recursive without() returns no rule for an empty stop")
+    with pytest.raises(ValueError):
+        gbnf.without("body", "")
+
+
+# ---------------------------------------------------------------------------
+# 4b. what llguidance needs beyond the GBNF text (checked on the grammars gbnf.py builds
+# now): outputs of any length (llguidance's Earley parser caps a row at a few thousand
+# items, which right recursion reaches after ~2000 bytes), and text that merely starts
+# like a marker (see LEXER_RACE_FAILURES).
+
+REASONING_CASES = [slug for slug in rt.slugs() if _case(slug, REASONING_KIND) is not None]
+
+
+@pytest.mark.parametrize("slug", REASONING_CASES)
+def test_long_output_is_accepted(slug):
+    case = _case(slug, REASONING_KIND)
+    kind = case.kind
+    text = case.text.replace(kind.reasoning, kind.reasoning * 150).replace(
+        kind.content, kind.content * 300
+    )
+    assert len(text) > 7500
+    grammar = grammar_for(slug, kind.enable_thinking, "built")
+    assert accepts(grammar, text, slug), why_rejected(grammar, text)
+
+
+def _markers(module):
+    spec = module.SPEC
+    found = [spec["reasoning"].get("start"), spec["reasoning"].get("end")]
+    found += [spec["content"].get("start"), spec["content"].get("end")] + list(module.STOP)
+    return sorted({m for m in found if m})
+
+
+@functools.lru_cache(maxsize=None)
+def _fragments(slug):
+    """Markers, their proper prefixes and suffixes, and a few plain characters."""
+    markers = _markers(rt.module(slug))
+    parts = set(markers)
+    for marker in markers:
+        parts |= {marker[:i] for i in range(1, len(marker))}
+        parts |= {marker[i:] for i in range(1, len(marker))}
+    return sorted(parts) + ["a", " ", "\n", "é", "<", "/", "|"]
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_grammar_accepts_what_parse_reads_as_well_formed(slug, data):
+    """DESIGN.md: grammar() accepts every output that parse reads as well-formed."""
+    module = rt.module(slug)
+    text = data.draw(
+        st.lists(st.sampled_from(_fragments(slug)), max_size=8).map("".join), label="text"
+    )
+    for thinking in (True, False):
+        try:
+            module.parse(text, enable_thinking=thinking, strict=True)
+        except ValueError:
+            continue
+        grammar = grammar_for(slug, thinking, "built")
+        assert accepts(grammar, text, slug), (
+            f"thinking={thinking}: parse reads {text!r} as well-formed, the grammar rejects "
+            "it: " + why_rejected(grammar, text)
+        )
 
 
 # ---------------------------------------------------------------------------
