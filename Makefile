@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs test clean
+.PHONY: all templates specs check test clean
 
 all: specs
 
@@ -20,6 +20,10 @@ templates: $(STAMP)
 
 specs: templates
 	$(PY) -m compiler build --templates templates --specs specs --generated generated
+
+# Fails when a template, spec or generated file has drifted; renders nothing.
+check: templates
+	$(PY) -m compiler check --templates templates --specs specs --generated generated
 
 test: templates
 	$(PY) -m pytest -q

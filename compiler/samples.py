@@ -17,9 +17,13 @@ CONTENT_2 = "Contentprobe other"
 REASONING = "Reasoningprobe musing"
 TOOL_RESULT = "Resultprobe value"
 FUNCTION = "probe_lookup"
-FUNCTION_2 = "probe_fetch"
+# Second values have the length of the first, so two renders that differ only in
+# them line up character by character.
+FUNCTION_2 = "probe_search"
 ARGUMENT = "probe_query"
 ARGUMENT_VALUE = "Valueprobe text"
+ARGUMENT_2 = "probe_count"
+ARGUMENT_VALUE_2 = "Valueprobe data"
 # Several corpus templates insist on ids of nine alphanumerics; others take any.
 CALL_ID = "pr0beCa11"
 CALL_ID_2 = "pr0beCa22"
@@ -38,6 +42,27 @@ TOOL = {
     },
 }
 
+# The tool-call analysis renders calls with more than one argument and of more than
+# one type; the definitions it passes declare them all.
+TOOLS_WIDE = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": "Probe function description",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    ARGUMENT: {"type": "string", "description": "Probe arg"},
+                    ARGUMENT_2: {"type": "string", "description": "Probe arg"},
+                },
+                "required": [ARGUMENT],
+            },
+        },
+    }
+    for name in (FUNCTION, FUNCTION_2)
+]
+
 PROBE_STRINGS = (
     SYSTEM,
     USER,
@@ -50,6 +75,8 @@ PROBE_STRINGS = (
     FUNCTION_2,
     ARGUMENT,
     ARGUMENT_VALUE,
+    ARGUMENT_2,
+    ARGUMENT_VALUE_2,
     CALL_ID,
     CALL_ID_2,
     CALL_ID_FREEFORM,
@@ -58,8 +85,11 @@ PROBE_STRINGS = (
 )
 
 
-def tool_call(name: str = FUNCTION, call_id: str = CALL_ID, *, as_string=False) -> dict:
-    arguments = {ARGUMENT: ARGUMENT_VALUE}
+def tool_call(
+    name: str = FUNCTION, call_id: str = CALL_ID, *, as_string=False, arguments=None
+) -> dict:
+    if arguments is None:
+        arguments = {ARGUMENT: ARGUMENT_VALUE}
     if as_string:
         arguments = json.dumps(arguments)
     return {

@@ -376,6 +376,36 @@ def _extra_sources(path: str) -> list[TemplateSource]:
     raise SourceError(f"source {path}: expected a .jinja file, a .gguf file or a model directory")
 
 
+def one_source(path: str, name: str | None = None) -> TemplateSource:
+    """The one template at ``path`` (a ``.jinja`` file, a model directory or a GGUF file)
+    that a command about a single template works on.
+
+    ``name`` picks one where the path holds several ("default" is the model's own). A
+    ``.jinja`` file listed in its directory's manifest gets the manifest's render inputs,
+    so it is analyzed as the build analyzes it.
+    """
+    if path.endswith(".jinja") and os.path.isfile(path):
+        manifest = _manifest_if_any(os.path.dirname(path) or ".")
+        entry = manifest["templates"].get(os.path.basename(path), {}) if manifest else {}
+        sources = [_jinja_file(path, entry.get("inputs", {}))]
+    else:
+        sources = _extra_sources(path)
+    named = {_template_name(source, path): source for source in sources}
+    if name is None and len(sources) == 1:
+        return sources[0]
+    if name in named:
+        return named[name]
+    choices = ", ".join(sorted(named))
+    if name is None:
+        raise SourceError(f"{path} holds {len(sources)} templates; name one of: {choices}")
+    raise SourceError(f"{path} has no template named {name!r}; it has: {choices}")
+
+
+def _template_name(source: TemplateSource, path: str) -> str:
+    # _named_sources gives the default the path itself and a variant "<path>#<name>".
+    return source.path[len(path) + 1 :] if source.path.startswith(path + "#") else "default"
+
+
 def _from_text(
     slug: str, path: str, text: str, bos: str | None, eos: str | None
 ) -> TemplateSource:
@@ -514,5 +544,6 @@ __all__ = [
     "extract_templates",
     "fetch_corpus",
     "load_manifest",
+    "one_source",
     "slugify",
 ]

@@ -6,6 +6,9 @@ change the spec's overrides and rebuild instead.
 Reasoning: delimiter. Content: plain.
 """
 
+import ast
+import json
+
 __all__ = [
     "parse",
     "grammar",
@@ -65,15 +68,31 @@ SPEC = {
         "opened_by_prompt": {"thinking_on": True, "thinking_off": True},
     },
     "content": {"mode": "plain", "start": None, "end": None},
-    "tools": {"format": "none"},
+    "tools": {
+        "format": "json",
+        "section": {"start": "<tool_calls>[", "end": "]</tool_calls>"},
+        "call": {"start": "", "end": "", "separator": ", "},
+        "json": {
+            "name": "name",
+            "arguments": "arguments",
+            "id": None,
+            "name_is_key": False,
+            "arguments_as_string": False,
+            "literal": "json",
+        },
+        "end_of_turn_after_calls": [],
+    },
     "end_of_turn": {"markers": [], "tokenizer_eos": False},
-    "grammar": {"triggers": [], "preserved_tokens": ["[BEGIN FINAL RESPONSE]"]},
+    "grammar": {
+        "triggers": [{"type": "word", "value": "<tool_calls>["}],
+        "preserved_tokens": ["[BEGIN FINAL RESPONSE]", "<tool_calls>", "</tool_calls>"],
+    },
     "review": [],
     "overrides": [],
 }
 STOP = []
-TRIGGERS = []
-PRESERVED_TOKENS = ["[BEGIN FINAL RESPONSE]"]
+TRIGGERS = [{"type": 1, "value": "<tool_calls>["}]
+PRESERVED_TOKENS = ["[BEGIN FINAL RESPONSE]", "<tool_calls>", "</tool_calls>"]
 _GRAMMAR_THINKING = (
     "root ::= ws ( reasoning-closed ws any | reasoning-body )\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -204,22 +223,6 @@ def _strip_stop(text):
     return text
 
 
-def parse(text, *, tools=None, enable_thinking=True, strict=False):
-    """Read a model's output into an OpenAI assistant message.
-
-    Never raises on model output unless ``strict``: what fits no format is content.
-    """
-    if not isinstance(text, str):
-        raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
-    return {
-        "role": "assistant",
-        "content": _read_content(rest, strict),
-        "reasoning_content": reasoning,
-        "tool_calls": [],
-    }
-
-
 def grammar(*, tools=None, enable_thinking=True):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
     return _GRAMMARS[bool(enable_thinking)]
@@ -228,3 +231,289 @@ def grammar(*, tools=None, enable_thinking=True):
 def tool_call_grammar(*, tools=None):
     """This format has no tool calls."""
     return None
+
+
+SECTION_START = "<tool_calls>["
+SECTION_END = "]</tool_calls>"
+CALL_START = ""
+CALL_SEPARATOR = ", "
+END_AFTER_CALLS = []
+CALL_END = ""
+NAME_PATH = ("name",)
+ARGUMENTS_PATH = ("arguments",)
+ID_PATH = None
+LITERAL = "json"
+
+
+def _skip_space(text, at):
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at
+
+
+def _match(text, at, literal):
+    """The end of ``literal`` written at ``at`` — exactly, or with other whitespace
+    around it — or -1."""
+    if text.startswith(literal, at):
+        return at + len(literal)
+    core = literal.strip()
+    at = _skip_space(text, at)
+    if not text.startswith(core, at):
+        return -1
+    at += len(core)
+    trail = literal[len(literal.rstrip()) :]
+    return at + len(trail) if trail and text.startswith(trail, at) else at
+
+
+def _seek(text, at, literal):
+    """Where the next ``literal`` (less its surrounding whitespace) begins, or -1."""
+    core = literal.strip()
+    return text.find(core, at) if core else at
+
+
+def _before(value, literal):
+    """A value read up to ``literal``, less the whitespace the literal starts with."""
+    lead = literal[: len(literal) - len(literal.lstrip())]
+    if lead and value.endswith(lead):
+        return value[: len(value) - len(lead)]
+    return value
+
+
+def _value_end(text, at):
+    """The end of the JSON or Python literal starting at ``at``, or -1: one pass over
+    the text, strings skipped with their escapes, brackets counted."""
+    closing = {"{": "}", "[": "]", "(": ")"}
+    depth = []
+    quote = None
+    index = at
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = None
+                if not depth:
+                    return index + 1
+        elif char in "\"'":
+            quote = char
+        elif char in closing:
+            depth.append(closing[char])
+        elif char in ")]}":
+            if not depth or depth.pop() != char:
+                return index if not depth and index > at else -1
+            if not depth:
+                return index + 1
+        elif not depth and (char.isspace() or char in ",;"):
+            return index if index > at else -1
+        index += 1
+    return index if not depth and not quote and index > at else -1
+
+
+def _load(text, literal):
+    """The value a JSON (or, where the format writes them, Python) literal denotes."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        if literal != "python":
+            raise
+    try:
+        return ast.literal_eval(text.strip())
+    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
+        raise ValueError(str(error)) from None
+
+
+def _typed(text, kind, literal):
+    """A tagged value: a string where the tool's schema says so, else the JSON (or
+    Python) value it spells, else the string as written."""
+    if kind == "string":
+        return text
+    try:
+        return _load(text, literal)
+    except ValueError:
+        return text
+
+
+def _schema_types(tools):
+    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
+    types = {}
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        parameters = function.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        types[function.get("name")] = {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return types
+
+
+def _good_name(name):
+    return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
+
+
+def _call(name, arguments, call_id):
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def _close(text, at, literal):
+    """The end of a call's closing ``literal``; a text that ends instead (the
+    server cut the stop marker) closes it too."""
+    if at < 0:
+        return -1
+    end = _match(text, at, literal)
+    if end < 0 and not text[at:].strip():
+        return len(text)
+    return end
+
+
+def _read_calls(text, at, types):
+    """The calls written from ``at`` on: (calls, end), or None."""
+    if SECTION_START:
+        at = _match(text, at, SECTION_START)
+        if at < 0:
+            return None
+    calls = []
+    while True:
+        before = at
+        if calls:
+            at = _match(text, at, CALL_SEPARATOR)
+            if at < 0:
+                at = before
+                break
+        found = _read_call(text, at, types) if at >= 0 else None
+        if found is None or found[1] < 0:
+            at = before
+            break
+        call, at = found
+        calls.append(call)
+    if not calls:
+        return None
+    if SECTION_END:
+        at = _close(text, at, SECTION_END)
+        if at < 0:
+            return None
+    for marker in END_AFTER_CALLS:
+        end = _match(text, at, marker)
+        if end >= 0:
+            at = end
+            break
+    return calls, at
+
+
+def _field(value, path):
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _read_call(text, at, types):
+    """One call written as a JSON object at ``at``: (call, end) or None."""
+    at = _match(text, at, CALL_START)
+    if at < 0:
+        return None
+    at = _skip_space(text, at)
+    end = _value_end(text, at)
+    if end < 0:
+        return None
+    try:
+        value = _load(text[at:end], LITERAL)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+
+    name = _field(value, NAME_PATH)
+    arguments = _field(value, ARGUMENTS_PATH)
+    call_id = _field(value, ID_PATH) if ID_PATH else None
+
+    if not isinstance(name, str) or not _good_name(name):
+        return None
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments)
+        except ValueError:
+            return None
+    elif isinstance(arguments, dict):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    else:
+        return None
+    if call_id is not None and not isinstance(call_id, str):
+        call_id = None
+    return _call(name, arguments, call_id), _close(text, end, CALL_END)
+
+
+TRIGGER = SECTION_START.strip() or CALL_START.strip()
+# A trigger that turns out not to start well-formed calls is content; a
+# few more occurrences are tried, so prose that quotes the marker does
+# not hide calls after it.
+_ATTEMPTS = 8
+
+
+def _find_calls(text, types, strict):
+    """(text before the calls, calls, text after them)."""
+    at = 0
+    for _ in range(_ATTEMPTS):
+        at = text.find(TRIGGER, at)
+        if at < 0:
+            break
+        start = at
+        while start > 0 and text[start - 1].isspace():
+            start -= 1
+        found = _read_calls(text, start, types)
+        if found is not None:
+            calls, end = found
+            return text[:start], calls, text[end:]
+        if strict:
+            raise ValueError("malformed tool call at offset %d" % at)
+        at += len(TRIGGER)
+    return text, [], ""
+
+
+def _trailing(text):
+    """What is left after the calls once end-of-turn markers are dropped."""
+    rest = text.strip()
+    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    changed = True
+    while rest and changed:
+        changed = False
+        for marker in markers:
+            if rest.endswith(marker):
+                rest = rest[: len(rest) - len(marker)].strip()
+                changed = True
+            if rest.startswith(marker):
+                rest = rest[len(marker) :].strip()
+                changed = True
+    return rest
+
+
+def parse(text, *, tools=None, enable_thinking=True, strict=False):
+    """Read a model's output into an OpenAI assistant message.
+
+    Never raises on model output unless ``strict``: what fits no format is content,
+    and text after the calls is kept as content too.
+    """
+    if not isinstance(text, str):
+        raise TypeError("parse() takes the model's output as a str")
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
+    if tool_calls:
+        before = _strip_stop(before)
+    content = _read_content(before, strict)
+    leftover = _trailing(after)
+    if leftover:
+        if strict:
+            raise ValueError("text after the tool calls: %r" % leftover[:40])
+        content = (content + "\n" + leftover).strip()
+    return {
+        "role": "assistant",
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": tool_calls,
+    }

@@ -124,6 +124,9 @@ def _split_reasoning(text, enable_thinking):
         body = stripped[len(REASONING_START) :]
     elif OPENED_BY_PROMPT[enable_thinking]:
         body = text
+    elif stripped.startswith(REASONING_END):
+        # A closer with no opener: an empty block whose opener was elided.
+        return None, stripped[len(REASONING_END) :]
     else:
         return None, text
 
@@ -146,6 +149,16 @@ def _strip_stop(text):
     return text
 
 
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
+
+
 def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
@@ -160,13 +173,3 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         "reasoning_content": reasoning,
         "tool_calls": [],
     }
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None

@@ -97,6 +97,16 @@ def _strip_stop(text):
     return text
 
 
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
+
+
 def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
@@ -111,13 +121,3 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         "reasoning_content": reasoning,
         "tool_calls": [],
     }
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None

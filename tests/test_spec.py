@@ -60,30 +60,25 @@ BODY = {
 
 # Every tools section filled in, as the tool-call analysis will write it.
 TOOLS = {
-    "format": "tag_with_tagged",
+    "format": "tagged",
     "section": {"start": None, "end": None},
-    "call": {"start": "<tool_call>\n", "end": "</tool_call>", "separator": "\n"},
-    "json": {
-        "name_field": "name",
-        "arguments_field": "arguments",
-        "id_field": None,
-        "function_field": None,
-        "name_is_key": False,
-        "array": False,
-        "python_literals": False,
+    "call": {
+        "start": "<tool_call>\n<function=",
+        "parts": [
+            {"hole": "name", "after": ">\n"},
+            {"hole": "arguments", "after": "</function>\n</tool_call>"},
+        ],
+        "separator": "\n",
     },
-    "function": {"name_prefix": "<function=", "name_suffix": ">\n", "close": "</function>\n"},
     "arguments": {
-        "start": None,
-        "end": None,
-        "name_prefix": "<parameter=",
-        "name_suffix": ">\n",
-        "value_prefix": None,
+        "encoding": "tagged",
+        "literal": "python",
+        "key_prefix": "<parameter=",
+        "key_end": ">\n",
+        "value_start": "",
         "value_suffix": "\n</parameter>\n",
-        "separator": None,
-        "python_literals": False,
+        "separator": "",
     },
-    "call_id": {"position": "none", "prefix": None, "suffix": None},
     "end_of_turn_after_calls": ["<|im_end|>"],
 }
 
@@ -223,9 +218,9 @@ def test_wrong_type_stays_one_line_and_short():
 
 def test_tools_subsections_are_checked():
     tools = copy.deepcopy(TOOLS)
-    tools["call_id"]["position"] = "in_the_middle"
+    tools["call"]["parts"][0]["hole"] = "in_the_middle"
     message = error_of(full_spec({**BODY, "tools": tools}))
-    assert message.startswith(f"{ORIGIN}: tools.call_id.position: 'in_the_middle'")
+    assert message.startswith(f"{ORIGIN}: tools.call.parts.0.hole: 'in_the_middle'")
 
 
 def test_bad_override_entries_are_rejected_by_the_schema():
@@ -377,7 +372,12 @@ def test_scalar_replace_leaves_the_input_alone():
 
 
 def test_whole_mapping_is_supplied():
-    tools = {"format": "tag_with_json", "call": {"start": "<tool_call>", "end": "</tool_call>"}}
+    tools = {
+        "format": "json",
+        "call": {"start": "<tool_call>", "end": "</tool_call>", "separator": "\n"},
+        "json": {"name": "name", "arguments": "arguments", "id": None, "name_is_key": False,
+                 "literal": "json"},
+    }
     result, _ = apply_overrides(BODY, [override("tools", tools)], ORIGIN)
     assert result["tools"] == tools
     validate(full_spec(result), ORIGIN)
@@ -491,18 +491,22 @@ def test_overrides_must_be_a_list():
         apply_overrides(BODY, {"path": "tools"}, ORIGIN)
 
 
-def test_override_to_a_path_the_schema_forbids_is_named_by_validate():
-    overrides = [override("tools.functon.name_suffix", ">")]
+def patched_error(overrides) -> str:
+    """What validate says of the spec those overrides make out of BODY."""
     result, _ = apply_overrides(BODY, overrides, ORIGIN)
-    message = error_of(full_spec(result, overrides))
+    return error_of(full_spec(result, overrides))
+
+
+def test_override_to_a_path_the_schema_forbids_is_named_by_validate():
+    message = patched_error([override("tools.functon.name_suffix", ">")])
     assert message.startswith(f"{ORIGIN}: tools.functon: unknown key")
     assert message.endswith("(set by override tools.functon.name_suffix)")
 
 
 def test_override_with_a_bad_value_is_named_by_validate():
-    overrides = [override("tools", {"format": "json", "call": {"start": ""}})]
-    result, _ = apply_overrides(BODY, overrides, ORIGIN)
-    message = error_of(full_spec(result, overrides))
+    message = patched_error(
+        [override("tools", {"format": "json", "call": {"start": 5, "separator": ""}})]
+    )
     assert message.startswith(f"{ORIGIN}: tools.call.start: ")
     assert message.endswith("(set by override tools)")
 
@@ -518,38 +522,35 @@ def test_analysis_errors_are_not_blamed_on_unrelated_overrides():
 # --- read_overrides --------------------------------------------------------------------
 
 
+def spec_file(tmp_path, spec_dict):
+    path = tmp_path / "foo.yaml"
+    path.write_text(dump(spec_dict), encoding="utf-8")
+    return path
+
+
 def test_read_overrides_without_a_file(tmp_path):
     assert read_overrides(tmp_path / "new.yaml") == []
 
 
 def test_read_overrides_from_a_written_spec(tmp_path):
     overrides = [override("tools.format", "json"), override("reasoning.start", None)]
-    path = tmp_path / "foo.yaml"
-    path.write_text(dump(full_spec(overrides=overrides)), encoding="utf-8")
-    assert read_overrides(path) == overrides
+    assert read_overrides(spec_file(tmp_path, full_spec(overrides=overrides))) == overrides
 
 
 def test_read_overrides_ignores_a_stale_body(tmp_path):
     spec_dict = full_spec(overrides=[override("tools.format", "json")])
     spec_dict["reasoning"]["retired_field"] = True
-    path = tmp_path / "foo.yaml"
-    path.write_text(dump(spec_dict), encoding="utf-8")
-    assert read_overrides(path) == spec_dict["overrides"]
+    assert read_overrides(spec_file(tmp_path, spec_dict)) == spec_dict["overrides"]
 
 
 def test_read_overrides_when_the_spec_has_none(tmp_path):
     spec_dict = full_spec()
     del spec_dict["overrides"]
-    path = tmp_path / "foo.yaml"
-    path.write_text(dump(spec_dict), encoding="utf-8")
-    assert read_overrides(path) == []
+    assert read_overrides(spec_file(tmp_path, spec_dict)) == []
 
 
 def test_read_overrides_rejects_a_malformed_entry(tmp_path):
-    path = tmp_path / "foo.yaml"
-    path.write_text(
-        dump(full_spec(overrides=[{"path": "tools.format", "value": "json"}])), encoding="utf-8"
-    )
+    path = spec_file(tmp_path, full_spec(overrides=[{"path": "tools.format", "value": "json"}]))
     with pytest.raises(SpecError, match=r"foo\.yaml: overrides\.0\.reason: required key"):
         read_overrides(path)
 

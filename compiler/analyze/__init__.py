@@ -15,6 +15,7 @@ from ..probe import probe
 from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER, ChatTemplate
 from . import content as content_analysis
 from . import reasoning as reasoning_analysis
+from . import tools as tools_analysis
 from .observe import observe
 
 LONG_MARKER = 64
@@ -36,19 +37,35 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     content = content_analysis.analyze(obs, reasoning, ending)
 
     end_of_turn = [m for m in content.end_of_turn if m]
+    tools = tools_analysis.analyze(
+        talk, caps, (reasoning.start, reasoning.end), end_of_turn
+    )
+    if tools.reasoning_block and reasoning.mode == "none":
+        # Reasoning the template writes only in turns with calls.
+        reasoning.mode = "tools_only"
+        reasoning.start, reasoning.end = tools.reasoning_block
+    tools_section = dict(tools.section)
+    if tools_section["format"] != "none":
+        tools_section["end_of_turn_after_calls"] = [
+            m for m in tools.end_of_turn if m not in end_of_turn
+        ]
     preserved = []
-    for marker in (reasoning.start, reasoning.end, content.start, content.end, *end_of_turn):
+    for marker in (
+        reasoning.start, reasoning.end, content.start, content.end, *end_of_turn,
+        *tools.preserved,
+    ):
         if marker and marker not in preserved:
             preserved.append(marker)
     body = {
         "capabilities": caps.as_dict(),
         "reasoning": reasoning.section(),
         "content": content.section(),
-        "tools": {"format": "none"},
+        "tools": tools_section,
         "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
-        "grammar": {"triggers": [], "preserved_tokens": preserved},
+        "grammar": {"triggers": tools.triggers, "preserved_tokens": preserved},
     }
-    analysis = Analysis(body, reasoning.evidence + content.evidence)
+    analysis = Analysis(body, reasoning.evidence + content.evidence + tools.evidence)
+    analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))
     return analysis
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from .. import samples
 from ..diff import common_prefix_length, markers_in, tokens
 from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER
+from .evidence import Evidence
 from .observe import SETTINGS, Observation
-from .reasoning import ReasoningResult
+from .reasoning import ReasoningResult, content_turn_render, history_render, prompt_render
 
 
 @dataclass
@@ -25,7 +26,7 @@ class ContentResult:
     end: str | None = None
     end_of_turn: list[str] = field(default_factory=list)
     tokenizer_eos: bool = False
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
 
     def section(self) -> dict:
         return {"mode": self.mode, "start": self.start, "end": self.end}
@@ -162,5 +163,55 @@ def analyze(obs: Observation, reasoning: ReasoningResult, ending: Ending) -> Con
         end_of_turn = ending.closer + end_of_turn
     result.end_of_turn = [end_of_turn] if end_of_turn else []
     result.tokenizer_eos = ending.tokenizer_eos
-    result.evidence.append(f"before content={before!r}; ending={ending}")
+    result.evidence.extend(_evidence(obs, thinking, before, result, ending))
     return result
+
+
+def _evidence(
+    obs: Observation, thinking: bool, before: str, result: ContentResult, ending: Ending
+) -> list[Evidence]:
+    # The content's markers come from the model's output view: the content-only turn
+    # against the prompt, or against the bare history where the prompt is no prefix.
+    if obs.content[thinking].output is not None:
+        shown = prompt_render(obs, thinking)
+    else:
+        shown = history_render(obs, thinking)
+    if result.mode == "wrapped_with_reasoning":
+        why = (
+            f"the content-only turn writes {before!r} before the content; after reasoning, "
+            f"{result.start!r} opens it"
+        )
+    elif result.start:
+        why = f"less any empty reasoning block, the turn writes {result.start!r} before content"
+    elif before.strip():
+        why = f"before the content the turn writes {before!r}: a reasoning block, no opener"
+    else:
+        why = "nothing stands before the content"
+    if result.end:
+        why += f"; {result.end!r} closes it"
+    content = Evidence(
+        f"content.mode = {result.mode!r}, content.start = {result.start!r}, "
+        f"content.end = {result.end!r}",
+        why,
+        shown,
+        content_turn_render(obs, thinking),
+    )
+    if ending.closer and not result.end:
+        why = (
+            f"after the content the turn writes {ending.closer!r}, then {ending.end_of_turn!r}: "
+            "with no content opener, both end the turn"
+        )
+    elif ending.end_of_turn:
+        why = f"after the content (and its closer) the turn ends with {ending.end_of_turn!r}"
+    else:
+        why = "after the content the turn writes no marker of its own"
+    if ending.tokenizer_eos:
+        why += "; the template writes the tokenizer's eos token there"
+    end_of_turn = Evidence(
+        f"end_of_turn.markers = {result.end_of_turn!r}, "
+        f"end_of_turn.tokenizer_eos = {result.tokenizer_eos}",
+        why,
+        history_render(obs, thinking),
+        content_turn_render(obs, thinking),
+    )
+    return [content, end_of_turn]

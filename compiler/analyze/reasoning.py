@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .. import samples
 from ..conversation import Conversation
 from ..diff import common_prefix_length, common_suffix_length, is_marker, tokens
+from .evidence import Evidence, Render
 from .observe import SETTINGS, Observation
 
 
@@ -29,7 +30,7 @@ class ReasoningResult:
         default_factory=lambda: {"thinking_on": False, "thinking_off": False}
     )
     content_start: str | None = None  # text between reasoning end and content
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
 
     def section(self) -> dict:
         return {
@@ -42,6 +43,31 @@ class ReasoningResult:
 
 def _setting_key(thinking: bool) -> str:
     return "thinking_on" if thinking else "thinking_off"
+
+
+# Labels of the renders evidence shows, so that every analyzer names them alike.
+def history_render(obs: Observation, thinking: bool) -> Render:
+    return Render(
+        f"history, no generation prompt (enable_thinking={thinking})", obs.base[thinking]
+    )
+
+
+def prompt_render(obs: Observation, thinking: bool) -> Render:
+    return Render(
+        f"prompt: history + generation prompt (enable_thinking={thinking})",
+        obs.prompt[thinking],
+    )
+
+
+def content_turn_render(obs: Observation, thinking: bool) -> Render:
+    return Render(
+        f"history + assistant turn, content only (enable_thinking={thinking})",
+        obs.content[thinking].full,
+    )
+
+
+def _markers(result: "ReasoningResult") -> str:
+    return f"reasoning.start = {result.start!r}, reasoning.end = {result.end!r}"
 
 
 def _solid_tokens(text: str) -> list[str]:
@@ -89,7 +115,7 @@ def closer_candidates(opener: str) -> list[str]:
     if opener.startswith("[") and not opener.startswith("[/"):
         found.append("[/" + opener[1:])
     for old, new in (("START", "END"), ("BEGIN", "END"), ("Start", "End"), ("begin", "end"),
-                     ("start", "end"), ("open", "close"), ("OPEN", "CLOSE")):
+                     ("start", "end"), ("open", "close"), ("OPEN", "CLOSE"), ("prefix", "suffix")):
         if old in opener:
             found.append(opener.replace(old, new))
     unique = []
@@ -99,8 +125,9 @@ def closer_candidates(opener: str) -> list[str]:
     return unique
 
 
-def _cut_from_history(talk: Conversation, closer: str) -> bool:
-    """Does the template cut the reasoning off a turn at ``closer``?"""
+def _cut_from_history(talk: Conversation, closer: str) -> str | None:
+    """The render that shows the template cutting the reasoning off a turn at
+    ``closer``, or None when it does not. (The render is the evidence.)"""
     message = {
         "role": "assistant",
         "content": samples.REASONING + closer + samples.CONTENT,
@@ -109,8 +136,19 @@ def _cut_from_history(talk: Conversation, closer: str) -> bool:
     for history in ([message], [message, follow]):
         render = talk.attempt(talk.template.render, talk.history() + history)
         if render and samples.CONTENT in render and samples.REASONING not in render:
-            return True
-    return False
+            return render
+    return None
+
+
+def _cut_evidence(obs: Observation, closer: str, cut: str) -> Evidence:
+    # _cut_from_history renders with the defaults, as obs.base[True] is rendered.
+    return Evidence(
+        f"reasoning.end = {closer!r}",
+        f"an earlier assistant turn written as reasoning + {closer!r} + content renders "
+        f"with its content only: the template cuts the reasoning at {closer!r}",
+        history_render(obs, True),
+        Render(f"history + earlier assistant turn 'reasoning{closer}content'", cut),
+    )
 
 
 def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> ReasoningResult:
@@ -119,6 +157,7 @@ def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> R
         if not _from_prompts_only(talk, obs, result):
             _from_empty_block(obs, result)
     if result.start is None and result.end is None:
+        result.evidence.append(_no_block_evidence(obs))
         return result
     for thinking in SETTINGS:
         prompt_end = obs.prompt[thinking].rstrip()
@@ -128,8 +167,54 @@ def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> R
         elif result.mode == "delimiter":
             opened = True
         result.opened_by_prompt[_setting_key(thinking)] = opened
+        if result.start:
+            why = f"the prompt {'ends' if opened else 'does not end'} with {result.start!r}"
+        else:
+            why = "no marker opens the reasoning: the model starts inside it"
+        result.evidence.append(
+            Evidence(
+                f"reasoning.opened_by_prompt.{_setting_key(thinking)} = {opened}",
+                why,
+                history_render(obs, thinking),
+                prompt_render(obs, thinking),
+            )
+        )
     result.mode = _classify(result, obs)
+    result.evidence.append(
+        Evidence(f"reasoning.mode = {result.mode!r}", _MODE_REASONS.get(result.mode, ""))
+    )
     return result
+
+
+def _no_block_evidence(obs: Observation) -> Evidence:
+    for thinking in SETTINGS:
+        turn = obs.reasoning[thinking]
+        if turn is not None:
+            return Evidence(
+                "reasoning.mode = 'none'",
+                "no marker stands between the reasoning and the content (or the turn drops "
+                "the reasoning), and no prompt or content-only turn shows a block",
+                content_turn_render(obs, thinking),
+                Render(
+                    f"history + assistant turn with reasoning (enable_thinking={thinking})",
+                    turn.full,
+                ),
+            )
+    return Evidence(
+        "reasoning.mode = 'none'",
+        "the template reads no reasoning field, and no prompt or content-only turn shows a block",
+        prompt_render(obs, True),
+        prompt_render(obs, False),
+    )
+
+
+# Why each mode follows from the decisions before it (no render of its own).
+_MODE_REASONS = {
+    "delimiter": "there is no start marker: reasoning runs from the output's start to the end",
+    "forced_open": "a prompt ends with the start marker: the model begins inside the block",
+    "forced_closed": "both prompts end with an empty block: it is closed before the model writes",
+    "tag": "no prompt opens or closes the block: the model may write it or not",
+}
 
 
 def _classify(result: ReasoningResult, obs: Observation) -> str:
@@ -204,8 +289,18 @@ def _from_reasoning_turns(
         result.end = end or None
         result.content_start = content_start or None
         result.mode = "tag" if start else "delimiter"
+        why = f"the reasoning turn writes {before!r} before the reasoning and {between!r} after it"
+        if content_start:
+            why += f", of which {content_start!r} opens the content (as in the content-only turn)"
         result.evidence.append(
-            f"reasoning turn (enable_thinking={thinking}): before={before!r} between={between!r}"
+            Evidence(
+                _markers(result),
+                why,
+                content_turn_render(obs, thinking),
+                Render(
+                    f"history + assistant turn with reasoning (enable_thinking={thinking})", full
+                ),
+            )
         )
         return True
     return False
@@ -221,31 +316,61 @@ def _from_prompts_only(
         if len(added) == 2 and added[1] in closer_candidates(added[0]):
             # Thinking off writes an empty block: its two markers are ours.
             result.start, result.end = added
-            result.evidence.append(f"thinking off appends the empty block {added!r}")
+            result.evidence.append(
+                Evidence(
+                    _markers(result),
+                    f"with thinking off the prompt ends with the empty block {added!r}",
+                    prompt_render(obs, True),
+                    prompt_render(obs, False),
+                )
+            )
             return True
         if opener and len(added) == 1 and added[0] in closer_candidates(opener):
             # Thinking off closes what thinking on leaves open.
             result.start, result.end = opener, added[0]
-            result.evidence.append(f"thinking off appends {added[0]!r} to the prompt")
+            result.evidence.append(
+                Evidence(
+                    _markers(result),
+                    f"both prompts end with {opener!r}; thinking off closes it with {added[0]!r}",
+                    prompt_render(obs, True),
+                    prompt_render(obs, False),
+                )
+            )
             return True
     if on.startswith(off) and off != on:
         opener = on[len(off) :].strip()
         if opener and is_marker(_solid_tokens(opener)[-1]):
             for closer in closer_candidates(opener):
-                if _cut_from_history(talk, closer):
+                cut = _cut_from_history(talk, closer)
+                if cut is not None:
                     result.start, result.end = opener, closer
-                    result.evidence.append(f"thinking on appends {opener!r}")
+                    result.evidence.append(
+                        Evidence(
+                            f"reasoning.start = {opener!r}",
+                            f"thinking on appends {opener!r} to the prompt",
+                            prompt_render(obs, False),
+                            prompt_render(obs, True),
+                        )
+                    )
+                    result.evidence.append(_cut_evidence(obs, closer, cut))
                     return True
     # The prompt ends in a marker for both settings and no turn shows reasoning.
     opener = _last_marker(on)
     if not opener or _last_marker(obs.base[True]) == opener:
         return False
     for closer in closer_candidates(opener):
-        if _cut_from_history(talk, closer):
+        cut = _cut_from_history(talk, closer)
+        if cut is not None:
             result.start, result.end = opener, closer
             result.evidence.append(
-                f"prompt ends with {opener!r}; earlier turns are cut at {closer!r}"
+                Evidence(
+                    f"reasoning.start = {opener!r}",
+                    f"the generation prompt ends with the marker {opener!r}",
+                    history_render(obs, True),
+                    prompt_render(obs, True),
+                )
             )
+            result.evidence.append(_cut_evidence(obs, closer, cut))
             return True
     return False
 
@@ -262,6 +387,13 @@ def _from_empty_block(obs: Observation, result: ReasoningResult) -> bool:
         pieces = _solid_tokens(before)
         if len(pieces) == 2 and pieces[1] in closer_candidates(pieces[0]):
             result.start, result.end = pieces
-            result.evidence.append(f"content-only turn opens and closes {before!r}")
+            result.evidence.append(
+                Evidence(
+                    _markers(result),
+                    f"the content-only turn opens and at once closes {before!r} before content",
+                    prompt_render(obs, thinking),
+                    content_turn_render(obs, thinking),
+                )
+            )
             return True
     return False

@@ -11,7 +11,7 @@ import textwrap
 
 import black
 
-from . import gbnf
+from . import calls, gbnf
 
 _MODE = black.Mode(line_length=88, target_versions={black.TargetVersion.PY311})
 
@@ -65,6 +65,9 @@ def _reasoning_code(spec: dict) -> str:
                 body = stripped[len(REASONING_START) :]
             elif OPENED_BY_PROMPT[enable_thinking]:
                 body = text
+            elif stripped.startswith(REASONING_END):
+                # A closer with no opener: an empty block whose opener was elided.
+                return None, stripped[len(REASONING_END) :]
             else:
                 return None, text
             """
@@ -157,6 +160,18 @@ def _strip_stop(text):
     return text
 
 
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
+'''
+
+_PARSE_PLAIN = '''
+
 def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
@@ -171,16 +186,51 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         "reasoning_content": reasoning,
         "tool_calls": [],
     }
+'''
+
+_PARSE_WITH_CALLS = '''
+
+def _trailing(text):
+    """What is left after the calls once end-of-turn markers are dropped."""
+    rest = text.strip()
+    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    changed = True
+    while rest and changed:
+        changed = False
+        for marker in markers:
+            if rest.endswith(marker):
+                rest = rest[: len(rest) - len(marker)].strip()
+                changed = True
+            if rest.startswith(marker):
+                rest = rest[len(marker) :].strip()
+                changed = True
+    return rest
 
 
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
+def parse(text, *, tools=None, enable_thinking=True, strict=False):
+    """Read a model's output into an OpenAI assistant message.
 
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
+    Never raises on model output unless ``strict``: what fits no format is content,
+    and text after the calls is kept as content too.
+    """
+    if not isinstance(text, str):
+        raise TypeError("parse() takes the model's output as a str")
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
+    if tool_calls:
+        before = _strip_stop(before)
+    content = _read_content(before, strict)
+    leftover = _trailing(after)
+    if leftover:
+        if strict:
+            raise ValueError("text after the tool calls: %r" % leftover[:40])
+        content = (content + "\\n" + leftover).strip()
+    return {
+        "role": "assistant",
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": tool_calls,
+    }
 '''
 
 
@@ -192,6 +242,7 @@ def generate(slug: str, spec: dict) -> str:
     parts = [
         _module_doc(slug, spec),
         "\n",
+        "import ast\nimport json\n\n" if spec["tools"]["format"] != "none" else "",
         "__all__ = ['parse', 'grammar', 'tool_call_grammar', 'GBNF', 'GBNF_TOOLS', "
         "'TRIGGERS', 'PRESERVED_TOKENS', 'STOP', 'SPEC']\n\n",
         "# The resolved spec this module was generated from.\n",
@@ -211,4 +262,9 @@ def generate(slug: str, spec: dict) -> str:
         _content_code(spec),
         _TAIL,
     ]
+    tools = spec["tools"]
+    if tools["format"] == "none":
+        parts.append(_PARSE_PLAIN)
+    else:
+        parts += ["\n", calls.constants(tools), calls.reader(tools), _PARSE_WITH_CALLS]
     return black.format_str("".join(parts), mode=_MODE)

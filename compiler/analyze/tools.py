@@ -1,0 +1,524 @@
+"""Tool calls: how a model writes them, read off renders of assistant turns with calls.
+
+The renders (all of the history plus one assistant turn, tools declared):
+
+* ``empty``: no calls, empty content — the baseline the others are diffed against;
+* ``one``: one call; ``two``: two calls (second name and id of the same length);
+* ``wide``: one call with two string arguments; ``typed``/``flag``: the second
+  argument an integer / a boolean.
+
+``one`` against ``two`` splits the calls' block into section head, call, separator
+and section tail (``repeat.py``). The call is then either a JSON value that holds the
+name and the arguments (``json`` format: the analysis records the field paths), or
+text with holes (``tagged`` format): literals around the name, the id, a call index,
+and the arguments — a JSON value, or a list of key/value units whose shape ``one``
+against ``wide`` gives. No marker of any model is written here: every literal in the
+spec is a slice of a render.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import samples
+from ..conversation import Conversation
+from ..diff import common_prefix_length, markers_in, split
+from ..probe import Capabilities
+from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER
+from . import literal
+from .evidence import Evidence, Render
+from .reasoning import closer_candidates, trailing_run
+from .repeat import repeated
+
+ARGS = {samples.ARGUMENT: samples.ARGUMENT_VALUE}
+WIDE = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: samples.ARGUMENT_VALUE_2}
+NUMBER = 7531
+TYPED = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: NUMBER}
+FLAG = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: True}
+# Stands for the argument's key in a value suffix that repeats it.
+KEY_SLOT = "{key}"
+
+
+class NotUnderstood(Exception):
+    """The renders do not fit any shape this analysis knows; the spec says so."""
+
+
+@dataclass
+class ToolsResult:
+    section: dict = field(default_factory=lambda: {"format": "none"})
+    end_of_turn: list[str] = field(default_factory=list)
+    triggers: list[dict] = field(default_factory=list)
+    preserved: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    review: list[dict] = field(default_factory=list)
+    # An empty reasoning block that only turns with calls write: (start, end).
+    reasoning_block: tuple[str, str] | None = None
+
+
+@dataclass
+class _Renders:
+    talk: Conversation
+    string_arguments: bool
+
+    def turn(self, *calls: dict, content="") -> str | None:
+        message = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = list(calls)
+        tools = samples.TOOLS_WIDE
+        found = self.talk.attempt(self.talk.full, message, tools=tools)
+        if found is None and content == "":
+            message["content"] = None
+            found = self.talk.attempt(self.talk.full, message, tools=tools)
+        if found is None and not calls:
+            # A template that refuses an empty turn: the history alone is the baseline.
+            found = self.talk.attempt(self.talk.base, tools=tools)
+        return found
+
+    def call(self, name=samples.FUNCTION, call_id=samples.CALL_ID, arguments=None) -> dict:
+        return samples.tool_call(
+            name, call_id, as_string=self.string_arguments, arguments=arguments or ARGS
+        )
+
+
+def analyze(
+    talk: Conversation, caps: Capabilities, reasoning_markers=(), end_of_turn=()
+) -> ToolsResult:
+    """``reasoning_markers``: the reasoning block's start and end, when known (a turn
+    may open with an empty block before its calls); ``end_of_turn``: the markers that
+    end a content turn."""
+    if not caps.tool_calls:
+        return ToolsResult()
+    try:
+        return _analyze(talk, caps, reasoning_markers, end_of_turn)
+    except NotUnderstood as problem:
+        result = ToolsResult()
+        result.review.append(
+            {
+                "path": "tools",
+                "message": f"the template renders tool calls, but the analysis could not "
+                f"read their format ({problem}); describe it with an override",
+            }
+        )
+        return result
+
+
+def _analyze(talk, caps, reasoning_markers, end_of_turn) -> ToolsResult:
+    renders = _Renders(talk, not caps.object_arguments)
+    empty = renders.turn()
+    one = renders.turn(renders.call())
+    if empty is None or one is None:
+        raise NotUnderstood("a turn with one call does not render")
+    result = ToolsResult()
+    prompt = talk.prompt(tools=samples.TOOLS_WIDE)
+    block = _calls_block(prompt, empty, one, reasoning_markers)
+    result.evidence.append(
+        Evidence(
+            "tools: the calls' block",
+            "what a turn with one call writes where an empty turn writes nothing",
+            Render("assistant turn, empty content", empty),
+            Render("assistant turn, one call", one),
+        )
+    )
+
+    head, unit, separator, tail, second = "", block, "", "", None
+    two = renders.turn(renders.call(), renders.call(samples.FUNCTION_2, samples.CALL_ID_2))
+    if caps.parallel_tool_calls and two is not None:
+        both = _calls_block(prompt, empty, two, reasoning_markers)
+        found = repeated(block, both, same=_second_as_first)
+        if found is not None:
+            head, unit, separator, tail = found.head, found.unit, found.separator, found.tail
+            second = found.second
+            result.evidence.append(
+                Evidence(
+                    f"tools.call.separator = {separator!r}",
+                    "two calls repeat the one call's text; what lies between is the separator",
+                    Render("assistant turn, one call", one),
+                    Render("assistant turn, two calls", two),
+                )
+            )
+    head, reasoning_block = _leading_empty_block(head)
+    replaced = split(empty, one).left
+    section_end, after_calls = _split_tail(head, tail, end_of_turn, replaced)
+    shape = _json_call(unit) or _tagged_call(
+        unit, second, renders, (prompt, reasoning_markers), result
+    )
+    section = {"format": shape.pop("format")}
+    start = head.strip()
+    if start or section_end:
+        section["section"] = {"start": start or None, "end": section_end or None}
+    section.update(shape)
+    section["call"]["separator"] = separator
+    result.section = section
+    result.end_of_turn = after_calls
+    result.reasoning_block = reasoning_block
+    trigger = start or section["call"]["start"].strip()
+    if trigger:
+        result.triggers = [{"type": "word", "value": trigger}]
+    result.preserved = _unique(m for m in markers_in(head + unit + tail) if _clean(m))
+    _check_clean(section)
+    return result
+
+
+def _second_as_first(text: str) -> str:
+    return text.replace(samples.FUNCTION_2, samples.FUNCTION).replace(
+        samples.CALL_ID_2, samples.CALL_ID
+    )
+
+
+def _clean(text: str) -> bool:
+    return not any(
+        probe in text
+        for probe in samples.PROBE_STRINGS + (BOS_PLACEHOLDER, EOS_PLACEHOLDER)
+    )
+
+
+def _check_clean(value, path="tools") -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_clean(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_clean(item, f"{path}.{index}")
+    elif isinstance(value, str) and not _clean(value):
+        raise NotUnderstood(f"{path} would hold a probe value")
+
+
+def _unique(items) -> list:
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _calls_block(prompt: str, empty: str, turn: str, reasoning_markers) -> str:
+    """The part of ``turn`` that writes its calls, as the model writes it: from where
+    the model's output begins (after the prompt) or where ``turn`` leaves ``empty``,
+    whichever is later, to where it rejoins ``empty``. Text the model writes before
+    its calls that the empty turn writes too (a header naming the recipient) belongs
+    to the calls; an empty reasoning block does not."""
+    parts = split(empty, turn)
+    start = len(parts.prefix)
+    end = len(turn) - len(parts.suffix)
+    output_at = common_prefix_length(prompt, turn)
+    if output_at >= start:
+        return turn[output_at:end]
+    lead = turn[output_at:start]
+    opener, closer = reasoning_markers if len(reasoning_markers) == 2 else (None, None)
+    if opener and closer and opener in lead and closer in lead:
+        lead = lead[lead.rfind(closer) + len(closer) :]
+    elif closer and closer in lead:
+        lead = lead[lead.rfind(closer) + len(closer) :]
+    if lead.strip() and _clean(lead):
+        return lead + turn[start:end]
+    return turn[start:end]
+
+
+def _leading_empty_block(head: str) -> tuple[str, tuple[str, str] | None]:
+    """A head that opens and at once closes a pair of markers before the calls (an
+    empty reasoning block written only in turns with calls)."""
+    marks = markers_in(head)
+    if len(marks) >= 3 and head.lstrip().startswith(marks[0] + marks[1]):
+        if marks[1] in closer_candidates(marks[0]):
+            rest = head.lstrip()[len(marks[0] + marks[1]) :]
+            return rest, (marks[0], marks[1])
+    return head, None
+
+
+def _split_tail(head: str, tail: str, end_of_turn, replaced: str) -> tuple[str, list[str]]:
+    """The section's closing marker, and the end-of-turn marker(s) a turn with calls
+    writes where a content turn writes its usual one."""
+    text = tail.replace(EOS_PLACEHOLDER, "").strip()
+    for marker in end_of_turn:
+        if marker and text.endswith(marker):
+            text = text[: len(text) - len(marker)].strip()
+    if not text:
+        return "", []
+    candidates = []
+    for count in (3, 2, 1):
+        run = trailing_run(head, count)
+        if run:
+            candidates += closer_candidates(run)
+    for closer in candidates:
+        at = text.find(closer)
+        if at >= 0:
+            at += len(closer)
+            return text[:at].strip(), _first_marker(text[at:])
+    marks = markers_in(text)
+    if not head.strip():
+        # No section: what follows the last call ends the turn.
+        return "", _first_marker(text)
+    if marks and text.endswith(marks[-1]) and (replaced.strip() or text == marks[-1]):
+        # The turn with calls ends in its own marker where a content turn writes
+        # another one.
+        return text[: len(text) - len(marks[-1])].strip(), [marks[-1]]
+    return text, []
+
+
+def _first_marker(text: str) -> list[str]:
+    text = text.strip()
+    marks = markers_in(text)
+    if marks and text.startswith(marks[0]) and _clean(marks[0]):
+        return [marks[0]]
+    return [text] if text and _clean(text) and "\n" not in text else []
+
+
+# -- a call written as one JSON value -------------------------------------------------
+
+
+def _json_call(unit: str) -> dict | None:
+    for at, char in enumerate(unit):
+        if char not in "{[":
+            continue
+        end = literal.value_end(unit, at)
+        if end < 0:
+            continue
+        found = literal.read(unit[at:end])
+        if found is None:
+            continue
+        value, style = found
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+            continue  # the array around a lone call: read the object inside it
+        if not isinstance(value, dict):
+            continue
+        fields = _json_fields(value)
+        if fields is None:
+            continue
+        return {
+            "format": "json",
+            "call": {"start": unit[:at], "end": unit[end:]},
+            "json": {**fields, "literal": style},
+        }
+    return None
+
+
+def _path_of(value, wanted, path=()) -> tuple | None:
+    if value == wanted and path:
+        return path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _path_of(item, wanted, path + (key,))
+            if found:
+                return found
+    return None
+
+
+def _json_fields(call: dict) -> dict | None:
+    if samples.FUNCTION in call and call[samples.FUNCTION] == ARGS:
+        return {"name": None, "arguments": None, "id": None, "name_is_key": True}
+    name = _path_of(call, samples.FUNCTION)
+    if name is None:
+        return None
+    arguments = _path_of(call, ARGS)
+    as_string = False
+    if arguments is None:
+        arguments = _string_arguments_path(call)
+        as_string = arguments is not None
+    if arguments is None:
+        return None
+    call_id = _path_of(call, samples.CALL_ID)
+    return {
+        "name": ".".join(name),
+        "arguments": ".".join(arguments),
+        "id": ".".join(call_id) if call_id else None,
+        "name_is_key": False,
+        "arguments_as_string": as_string,
+    }
+
+
+def _string_arguments_path(value, path=()) -> tuple | None:
+    if isinstance(value, str):
+        found = literal.read(value)
+        return path if found and found[0] == ARGS else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _string_arguments_path(item, path + (key,))
+            if found:
+                return found
+    return None
+
+
+# -- a call written as text with holes ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Hole:
+    start: int
+    end: int
+    kind: str  # name, id, index, arguments
+
+
+def _tagged_call(unit: str, second: str | None, renders: _Renders, where, result) -> dict:
+    holes = [_Hole(m.start(), m.end(), "name") for m in re.finditer(re.escape(samples.FUNCTION), unit)]
+    holes += [_Hole(m.start(), m.end(), "id") for m in re.finditer(re.escape(samples.CALL_ID), unit)]
+    if not any(h.kind == "name" for h in holes):
+        raise NotUnderstood("the call's text does not hold its name")
+    arguments = None
+    json_args = literal.find_value(unit, ARGS)
+    if json_args is not None:
+        at, end, style = json_args
+        holes.append(_Hole(at, end, "arguments"))
+        arguments = {"encoding": "json", "literal": style}
+    else:
+        arguments, span = _tagged_arguments(unit, renders, where, result)
+        holes.append(_Hole(span[0], span[1], "arguments"))
+    if second is not None:
+        holes += _index_holes(unit, second, holes)
+    holes.sort(key=lambda hole: hole.start)
+    for before, after in zip(holes, holes[1:]):
+        if after.start < before.end:
+            raise NotUnderstood("the call's parts overlap")
+    parts = []
+    for index, hole in enumerate(holes):
+        stop = holes[index + 1].start if index + 1 < len(holes) else len(unit)
+        parts.append({"hole": hole.kind, "after": unit[hole.end : stop]})
+    return {
+        "format": "tagged",
+        "call": {"start": unit[: holes[0].start], "parts": parts},
+        "arguments": arguments,
+    }
+
+
+def _index_holes(unit: str, second: str, holes: list[_Hole]) -> list[_Hole]:
+    """Numbers that count the calls (0, 1 or 1, 2): where the second call differs from
+    the first in digits alone."""
+    if len(unit) != len(second):
+        return []
+    found = []
+    for match in re.finditer(r"\d+", unit):
+        other = second[match.start() : match.end()]
+        inside = any(h.start <= match.start() < h.end for h in holes)
+        if other != match.group(0) and other.isdigit() and not inside:
+            found.append(_Hole(match.start(), match.end(), "index"))
+    return found
+
+
+def _call_text(renders: _Renders, arguments: dict, where, unit: str, one_block: str) -> str | None:
+    """The call's text in a turn with one call with ``arguments``: the block less the
+    head and tail that the one-argument call's block has around ``unit``."""
+    prompt, reasoning_markers = where
+    turn = renders.turn(renders.call(arguments=arguments))
+    if turn is None:
+        return None
+    block = _calls_block(prompt, renders.turn(), turn, reasoning_markers)
+    at = one_block.find(unit)
+    head, tail = one_block[:at], one_block[at + len(unit) :]
+    if at < 0 or not (block.startswith(head) and block.endswith(tail)):
+        return None
+    return block[len(head) : len(block) - len(tail)]
+
+
+def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict, tuple[int, int]]:
+    prompt, reasoning_markers = where
+    one_block = _calls_block(prompt, renders.turn(), renders.turn(renders.call()), reasoning_markers)
+    wide = _call_text(renders, WIDE, where, unit, one_block)
+    if wide is None:
+        raise NotUnderstood("a call with two arguments does not render alike")
+    found = repeated(unit, wide, same=_second_argument_as_first)
+    if found is None:
+        raise NotUnderstood("two arguments do not repeat the one argument's text")
+    result.evidence.append(
+        Evidence(
+            f"tools.arguments: unit {found.unit!r}, separator {found.separator!r}",
+            "a call with two arguments repeats the one argument's text",
+            Render("assistant turn, one call with one argument", renders.turn(renders.call())),
+            Render("assistant turn, one call with two arguments", wide),
+        )
+    )
+    item = found.unit
+    key_at = item.find(samples.ARGUMENT)
+    value_at = item.find(samples.ARGUMENT_VALUE)
+    if key_at < 0 or value_at < key_at:
+        raise NotUnderstood("an argument's text does not hold its key before its value")
+    key_prefix = item[:key_at]
+    key_suffix = item[key_at + len(samples.ARGUMENT) : value_at]
+    value_suffix = item[value_at + len(samples.ARGUMENT_VALUE) :]
+    names_key = samples.ARGUMENT in value_suffix
+    if names_key:
+        # The value's closing tag repeats the key (<key>value</key>).
+        value_suffix = value_suffix.replace(samples.ARGUMENT, KEY_SLOT)
+    arguments = {
+        "encoding": "tagged",
+        "key_prefix": key_prefix,
+        "key_end": key_suffix,
+        "value_start": "",
+        "value_suffix": value_suffix,
+        "separator": found.separator,
+        "literal": "json",
+    }
+    if names_key:
+        arguments["value_suffix_names_key"] = True
+    typed = _second_value_text(renders, TYPED, where, unit, one_block, found, key_prefix)
+    if typed is not None:
+        typed_suffix, typed_value_suffix, text = typed
+        if typed_suffix != key_suffix:
+            # The key's closing text depends on the value's type (an attribute naming
+            # it): keep the part all types share on either side.
+            common = _common_prefix(typed_suffix, key_suffix)
+            rest_a, rest_b = key_suffix[len(common) :], typed_suffix[len(common) :]
+            shared_tail = _common_suffix(rest_a, rest_b)
+            while shared_tail and shared_tail[0].isalnum() and rest_a[: len(rest_a) - len(shared_tail)][-1:].isalnum():
+                shared_tail = shared_tail[1:]  # "true"/"false" share an "e", not a marker
+            arguments["key_end"] = common
+            arguments["value_start"] = rest_a[len(rest_a) - len(shared_tail) :] if shared_tail else ""
+            if typed_value_suffix != value_suffix and value_suffix.endswith(typed_value_suffix):
+                # Strings are quoted, other values are not.
+                arguments["string_open"] = rest_a[: len(rest_a) - len(shared_tail)]
+                arguments["string_close"] = value_suffix[: len(value_suffix) - len(typed_value_suffix)]
+                arguments["value_suffix"] = typed_value_suffix
+        if not arguments["key_end"]:
+            raise NotUnderstood("nothing ends an argument's key")
+    flag = _second_value_text(renders, FLAG, where, unit, one_block, found, key_prefix)
+    if flag is not None and flag[2].strip() == "True":
+        arguments["literal"] = "python"
+    span = (len(found.head), len(unit) - len(found.tail))
+    return arguments, span
+
+
+def _second_value_text(renders, arguments, where, unit, one_block, found, key_prefix):
+    """How the second argument of a call with ``arguments`` is written: the text
+    between its key and its value, after its value, and the value itself."""
+    call = _call_text(renders, arguments, where, unit, one_block)
+    if call is None or not (call.startswith(found.head) and call.endswith(found.tail)):
+        return None
+    region = call[len(found.head) : len(call) - len(found.tail)]
+    first = found.unit + found.separator
+    last = found.separator + found.unit
+    if region.startswith(first):
+        item = region[len(first) :]
+    elif region.endswith(last):
+        item = region[: len(region) - len(last)]  # the template sorts the keys
+    else:
+        return None
+    prefix = key_prefix + samples.ARGUMENT_2
+    if not item.startswith(prefix):
+        return None
+    rest = item[len(prefix) :]
+    value = arguments[samples.ARGUMENT_2]
+    for written in (str(value), literal.json.dumps(value)):
+        at = rest.find(written)
+        if at >= 0:
+            after = rest[at + len(written) :].replace(samples.ARGUMENT_2, KEY_SLOT)
+            return rest[:at], after, written
+    return None
+
+
+def _second_argument_as_first(text: str) -> str:
+    return text.replace(samples.ARGUMENT_2, samples.ARGUMENT).replace(
+        samples.ARGUMENT_VALUE_2, samples.ARGUMENT_VALUE
+    )
+
+
+def _common_prefix(a: str, b: str) -> str:
+    size = 0
+    while size < min(len(a), len(b)) and a[size] == b[size]:
+        size += 1
+    return a[:size]
+
+
+def _common_suffix(a: str, b: str) -> str:
+    size = 0
+    while size < min(len(a), len(b)) and a[-1 - size] == b[-1 - size]:
+        size += 1
+    return a[len(a) - size :]

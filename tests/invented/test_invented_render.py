@@ -1,0 +1,362 @@
+"""The invented templates render every case faithfully: a small reference decoder per
+format reads the model's part of each render back into the message we rendered.
+
+For every template in this directory and every case: ``prefix`` = history rendered with the
+generation prompt, ``full`` = history + the assistant message without it; ``full`` must start
+with ``prefix``, the rest must end with the format's end-of-turn marker, and the format's
+decoder must give back the content, reasoning, tool names, arguments (as JSON values) and ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from compiler.render import ChatTemplate, RenderInputs, TemplateRaised
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = sorted(HERE.glob("*.jinja"))
+INPUTS = RenderInputs("<s>", "</s>", {})
+
+SYSTEM = "You are a test assistant. Be brief."
+USER = "What is the weather in Paris?"
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather for a city.",
+        "parameters": {"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer"},
+            "metric": {"type": "boolean"}}}}},
+    {"type": "function", "function": {
+        "name": "write_file", "description": "Write text to a file.",
+        "parameters": {"type": "object", "required": ["path", "content"], "properties": {
+            "path": {"type": "string"}, "content": {"type": "string"},
+            "overwrite": {"type": "boolean"}, "limit": {"type": ["integer", "null"]},
+            "options": {"type": "object"}, "tags": {"type": "array"}}}}},
+]
+TYPES = {
+    tool["function"]["name"]: {
+        key: spec["type"] for key, spec in tool["function"]["parameters"]["properties"].items()
+    }
+    for tool in TOOLS
+}
+
+WEATHER = {"city": "Paris", "days": 3, "metric": True}
+TRICKY = {
+    "path": 'C:\\Users\\me\\"quoted" file.txt',
+    "content": 'def f(x):\n    return {"a": [x, \'b\']}  # \\n is not a newline\n\ttab «ü» 東京 🌧 & <b>',
+    "overwrite": False,
+    "limit": None,
+    "options": {"encoding": "utf-8", "nested": {"list": [1, 2.5, None, True], "empty": {}}},
+    "tags": ["a", "b c", "", "naïve"],
+}
+
+
+def call(name, args, index=1, *, as_string=False):
+    arguments = json.dumps(args, ensure_ascii=False) if as_string else args
+    return {"id": f"call{index:05d}", "type": "function",
+            "function": {"name": name, "arguments": arguments}}
+
+
+CASES = {
+    "content": {"content": "The weather is fine."},
+    "content_markup": {"content": "Result:\n```python\nprint({'a': 1})\n```\n<b>bold</b> & [x] {y}"},
+    "one_call": {"content": None, "tool_calls": [call("get_weather", WEATHER)]},
+    "one_call_empty_content": {"content": "", "tool_calls": [call("get_weather", WEATHER)]},
+    "parallel_calls": {"content": None, "tool_calls": [
+        call("get_weather", WEATHER, 1), call("get_weather", {"city": "Zürich"}, 2)]},
+    "content_then_call": {"content": "Let me look that up.",
+                          "tool_calls": [call("get_weather", WEATHER)]},
+    "tricky_arguments": {"content": None, "tool_calls": [call("write_file", TRICKY)]},
+    "string_arguments": {"content": None,
+                         "tool_calls": [call("get_weather", WEATHER, as_string=True)]},
+    "reasoning_content": {"reasoning_content": "The user wants weather.\nNo tool needed.",
+                          "content": "It is sunny."},
+    "reasoning_call": {"reasoning_content": "I should call get_weather.", "content": None,
+                       "tool_calls": [call("get_weather", WEATHER)]},
+}
+
+
+# --- reference decoders: (model text without end-of-turn, thinking) -> (reasoning, content, calls)
+
+def _typed(text: str, kind, python_literals: bool):
+    if kind == "string":
+        return text
+    if python_literals and text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    return json.loads(text)
+
+
+def _cut(pattern: str, text: str, build) -> tuple[str, list]:
+    """Remove every match of ``pattern`` from ``text``; ``build`` turns each into calls."""
+    calls = []
+    for match in re.finditer(pattern, text, re.S):
+        calls.extend(build(match))
+    return re.sub(pattern, "", text, flags=re.S), calls
+
+
+def decode_guillemet(text, thinking):
+    rest, calls = _cut(r'«call name="([^"]+)"»(.*?)«/call»', text,
+                       lambda m: [(None, m[1], json.loads(m[2]))])
+    return None, rest, calls
+
+
+def decode_atat(text, thinking):
+    rest, calls = _cut(r"@@calls\n(.*?)\n@@end", text,
+                       lambda m: [(None, c["tool"], c["input"]) for c in json.loads(m[1])])
+    return None, rest, calls
+
+
+def decode_namekey(text, thinking):
+    content, _, lines = text.partition("<|invoke|>")
+    calls = []
+    for line in lines.split("\n")[1:] if lines else []:
+        ((name, args),) = json.loads(line).items()
+        calls.append((None, name, args))
+    return None, content, calls
+
+
+def decode_brace(text, thinking):
+    def build(m):
+        args = {}
+        body = m[2].removesuffix("\n")
+        for entry in body[2:].split("\n::") if body else []:
+            key, _, value = entry.partition("=")
+            args[key] = _typed(value, TYPES[m[1]][key], python_literals=True)
+        return [(None, m[1], args)]
+    rest, calls = _cut(r"\{\{call:([^}]+)\}\}\n(.*?)\{\{/call\}\}", text, build)
+    return None, rest, calls
+
+
+def decode_use_xml(text, thinking):
+    reasoning = None
+    found = re.match(r"<\|scratch\|>\n(.*?)\n<\|/scratch\|>", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+
+    def build(m):
+        args = {k: _typed(v, TYPES[m[1]][k], python_literals=False)
+                for k, v in re.findall(r'\n<with key="([^"]+)">(.*?)</with>', m[2], re.S)}
+        return [(None, m[1], args)]
+    rest, calls = _cut(r'<use tool="([^"]+)">(.*?)\n</use>', text, build)
+    return reasoning, rest, calls
+
+
+def decode_hash_id(text, thinking):
+    rest, calls = _cut(r"\[\[call #([^:]+): ([^\]]+)\]\](.*?)\[\[/call\]\]", text,
+                       lambda m: [(m[1], m[2], json.loads(m[3]))])
+    return None, rest, calls
+
+
+def decode_reflect(text, thinking):
+    if thinking:
+        text = "<reflect>\n" + text
+    reasoning = None  # with thinking off the prompt already closed an empty block
+    found = re.match(r"<reflect>\n(.*?)\n</reflect>", text, re.S)
+    assert found or not thinking, "no reflect block"
+    if found:
+        reasoning, text = found[1].strip() or None, text[found.end():]
+    rest, calls = _cut(r"<tool-use>\n([^\n]+)\n([^\n]*)\n</tool-use>", text,
+                       lambda m: [(None, m[1], json.loads(m[2]))])
+    return reasoning, rest, calls
+
+
+def _kwargs(text: str) -> dict:
+    decoder, args, at = json.JSONDecoder(), {}, 0
+    while at < len(text):
+        key = re.compile(r"(\w+)=").match(text, at)
+        value, at = decoder.raw_decode(text, key.end())
+        args[key[1]] = value
+        if text.startswith(", ", at):
+            at += 2
+    return args
+
+
+def decode_python(text, thinking):
+    rest, calls = _cut(r"⟨⟨(\w+)\((.*?)\)⟩⟩", text, lambda m: [(None, m[1], _kwargs(m[2]))])
+    return None, rest, calls
+
+
+def decode_call_prefix(text, thinking):
+    found = re.search(r"(?:^|\n)CALL ", text)
+    if not found:
+        return None, text, []
+    content, at, calls, decoder = text[: found.start()], found.end(), [], json.JSONDecoder()
+    while True:
+        obj, at = decoder.raw_decode(text, at)
+        calls.append((None, obj["name"], obj["arguments"]))
+        if not text.startswith(";\nCALL ", at):
+            break
+        at += len(";\nCALL ")
+    assert at == len(text), f"text after the calls: {text[at:]!r}"
+    return None, content, calls
+
+
+def decode_answer_act(text, thinking):
+    reasoning = None
+    found = re.match(r"<plan>(.*?)</plan>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+    rest, calls = _cut(r"<act>(.*?)</act>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["params"])])
+    answers = re.findall(r"<answer>(.*?)</answer>", rest, re.S)
+    assert re.sub(r"<answer>.*?</answer>", "", rest, flags=re.S).strip() == ""
+    return reasoning, "".join(answers), calls
+
+
+def decode_numbered(text, thinking):
+    def build(m):
+        lines = m[1].removesuffix("\n").split("\n")
+        out = []
+        for number, line in enumerate(lines, 1):
+            index, name, args = re.fullmatch(r"(\d+)\. (\S+) (.*)", line).groups()
+            assert int(index) == number
+            out.append((None, name, json.loads(args)))
+        return out
+    rest, calls = _cut(r"<calls>\n(.*?)</calls>", text, build)
+    return None, rest, calls
+
+
+def decode_fenced(text, thinking):
+    rest, calls = _cut(r"```tool_use\n(.*?)\n```", text,
+                       lambda m: [(None, json.loads(m[1])["function"], json.loads(m[1])["args"])])
+    return None, rest, calls
+
+
+@dataclass(frozen=True)
+class Format:
+    end_of_turn: str
+    decode: Callable
+    reasoning: bool = False  # renders reasoning_content
+    toggle: bool = False  # the prompt depends on enable_thinking
+    string_arguments: bool = True  # False: refuses (raise_exception) arguments given as text
+    ids: bool = False  # writes the call ids
+    result_ids: bool = False  # writes tool_call_id in tool results
+
+
+FORMATS = {
+    "guillemet_calls": Format("<|fin|>", decode_guillemet),
+    "atat_section": Format("<|/msg|>", decode_atat),
+    "namekey_jsonl": Format("<|endofmsg|>", decode_namekey),
+    "brace_tagged": Format("<eot/>", decode_brace, string_arguments=False),
+    "use_tool_xml": Format("</turn>", decode_use_xml, reasoning=True, string_arguments=False),
+    "hash_id_calls": Format("<|done|>", decode_hash_id, ids=True, result_ids=True),
+    "reflect_think": Format("<|turn:end|>", decode_reflect, reasoning=True, toggle=True),
+    "python_calls": Format("<|stop|>", decode_python, string_arguments=False),
+    "call_prefix_semicolon": Format("\n[END]", decode_call_prefix),
+    "answer_act": Format(INPUTS.eos, decode_answer_act, reasoning=True),
+    "numbered_calls": Format("<<end>>", decode_numbered),
+    "fenced_json": Format("<|over|>", decode_fenced, result_ids=True),
+}
+
+
+def load(path: Path) -> ChatTemplate:
+    return ChatTemplate(path.read_text(encoding="utf-8"), f"tests/invented/{path.name}", INPUTS)
+
+
+def history():
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+
+
+def test_every_template_has_a_decoder():
+    assert TEMPLATES, "no templates found"
+    assert sorted(p.stem for p in TEMPLATES) == sorted(FORMATS)
+
+
+def model_text(template: ChatTemplate, fmt: Format, message: dict, thinking: bool) -> str | None:
+    """The model's part of the render, end-of-turn removed; None when not expressible."""
+    prefix = template.render(history(), tools=TOOLS, add_generation_prompt=True,
+                             enable_thinking=thinking)
+    full = template.render(history() + [{"role": "assistant", **message}], tools=TOOLS,
+                           enable_thinking=thinking)
+    if fmt.toggle and not thinking and message.get("reasoning_content"):
+        # the prompt closed an empty reasoning block: reasoning can't follow it
+        assert not full.startswith(prefix)
+        return None
+    assert full.startswith(prefix), "the conversation does not extend the prompt"
+    text = full[len(prefix):].rstrip()
+    assert text.endswith(fmt.end_of_turn), f"no end-of-turn marker: {text[-40:]!r}"
+    return text[: -len(fmt.end_of_turn)]
+
+
+def expected(message: dict, fmt: Format):
+    calls = [(c["id"] if fmt.ids else None, c["function"]["name"],
+              c["function"]["arguments"] if isinstance(c["function"]["arguments"], dict)
+              else json.loads(c["function"]["arguments"]))
+             for c in message.get("tool_calls", [])]
+    reasoning = message.get("reasoning_content") if fmt.reasoning else None
+    return reasoning, (message.get("content") or "").strip(), calls
+
+
+@pytest.mark.parametrize("thinking", [True, False], ids=["think", "nothink"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_round_trip(path, case, thinking):
+    fmt, template, message = FORMATS[path.stem], load(path), CASES[case]
+    if case == "string_arguments" and not fmt.string_arguments:
+        with pytest.raises(TemplateRaised):
+            model_text(template, fmt, message, thinking)
+        return
+    text = model_text(template, fmt, message, thinking)
+    if text is None:
+        return
+    reasoning, content, calls = fmt.decode(text, thinking)
+    assert (reasoning, content.strip(), calls) == expected(message, fmt), text
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_decoder_notices_a_changed_value(path):
+    fmt, template = FORMATS[path.stem], load(path)
+    message = CASES["content_then_call"]
+    text = model_text(template, fmt, message, True).replace("Paris", "Lyon", 1)
+    reasoning, content, calls = fmt.decode(text, True)
+    assert (reasoning, content.strip(), calls) != expected(message, fmt)
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_prompt_has_system_tools_results_and_generation_prompt(path):
+    fmt, template = FORMATS[path.stem], load(path)
+    without = template.render(history(), tools=TOOLS)
+    prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
+    generation = prompt[len(without):]
+    assert prompt.startswith(without) and generation.strip(), "no generation prompt"
+    assert SYSTEM in without and USER + fmt.end_of_turn in without
+    for tool in TOOLS:  # the definitions, not just the names
+        for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
+                tool["function"]["name"]]):
+            assert word in without
+
+    calls = CASES["parallel_calls"]["tool_calls"]
+    conversation = history() + [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": calls[0]["id"], "content": "sunny, 21 °C"},
+        {"role": "tool", "tool_call_id": calls[1]["id"], "content": '{"temp": -3}'},
+    ]
+    rendered = template.render(conversation, tools=TOOLS, add_generation_prompt=True)
+    assert rendered.endswith(generation)
+    results = rendered[rendered.index("Zürich"):]
+    for result in conversation[-2:]:
+        assert result["content"] in results
+        if fmt.result_ids:
+            assert result["tool_call_id"] in results
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_long_conversation_renders(path):
+    """A second user turn after a finished tool exchange: earlier turns keep rendering."""
+    template = load(path)
+    turn = CASES["reasoning_call"]
+    conversation = history() + [
+        {"role": "assistant", **turn},
+        {"role": "tool", "tool_call_id": "call00001", "content": "rain"},
+        {"role": "assistant", "content": "It rains in Paris."},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+    for thinking in (True, False):
+        rendered = template.render(conversation, tools=TOOLS, add_generation_prompt=True,
+                                   enable_thinking=thinking)
+        assert "It rains in Paris." in rendered and rendered.count("get_weather") >= 2

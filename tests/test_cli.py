@@ -1,0 +1,656 @@
+"""The review workflow on the command line: hand patches that survive a rebuild, drift
+checks, and the analyze / parse / explain commands, with their exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from compiler import samples
+from compiler import spec as specs
+from compiler.__main__ import main
+from compiler.analyze.evidence import Evidence, Render
+from compiler.build import outputs
+from compiler.explain import explain
+from compiler.render import ChatTemplate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "templates")
+
+QWEN = "Qwen-Qwen3-0.6B.jinja"
+NEMOTRON = "NVIDIA-Nemotron-Nano-v2.jinja"
+# Reasoning in [THINK]…[/THINK] and a turn that ends with the tokenizer's eos token, so
+# analyzing it with and without real bos/eos strings gives different specs.
+MINISTRAL = "mistralai-Ministral-3-14B-Reasoning-2512.jinja"
+
+QWEN_SPEC = "specs/qwen_qwen3_0_6b.yaml"
+QWEN_PARSER = "generated/qwen_qwen3_0_6b.py"
+NEMOTRON_SPEC = "specs/nvidia_nemotron_nano_v2.yaml"
+
+
+def corpus_text(name: str) -> str:
+    path = os.path.join(CORPUS, name)
+    if not os.path.isfile(path):
+        pytest.skip("no corpus: run make templates")
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def write(path, text: str | bytes) -> str:
+    os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return str(path)
+
+
+def read(path) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, *fragments: str) -> None:
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+BUILD = ("build", "--templates", "templates", "--specs", "specs", "--generated", "generated")
+CHECK = ("check", "--templates", "templates", "--specs", "specs", "--generated", "generated")
+
+
+# --------------------------------------------------------------------------- a built tree
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Two corpus templates built once: (tree, exit code, stdout, stderr)."""
+    tree = tmp_path_factory.mktemp("built")
+    for name in (QWEN, NEMOTRON):
+        write(tree / "templates" / name, corpus_text(name))
+    cwd = os.getcwd()
+    os.chdir(tree)  # relative paths, so a copy of the tree is as good as the original
+    try:
+        out, err = _captured(lambda: main(list(BUILD)))
+    finally:
+        os.chdir(cwd)
+    return tree, *out, err
+
+
+def _captured(call):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = call()
+    return (code, out.getvalue()), err.getvalue()
+
+
+@pytest.fixture
+def tree(built, tmp_path, monkeypatch):
+    """A fresh copy of the built tree, as the working directory."""
+    copy = tmp_path / "tree"
+    shutil.copytree(built[0], copy)
+    monkeypatch.chdir(copy)
+    return copy
+
+
+def add_override(spec_path: str, entry_yaml: str) -> None:
+    """Add an override the way a reviewer does: by editing the text of the file."""
+    text = read(spec_path)
+    assert text.endswith("overrides: []\n")
+    write(spec_path, text[: -len("[]\n")] + "\n" + entry_yaml)
+
+
+def load_module(path: str):
+    spec = importlib.util.spec_from_file_location(f"parser_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --------------------------------------------------------------------------- build
+
+
+def test_build_prints_progress_and_a_summary(built):
+    _, code, out, err = built
+    assert code == 0
+    assert err.splitlines() == ["[1/2] nvidia_nemotron_nano_v2", "[2/2] qwen_qwen3_0_6b"]
+    # two specs; two modules, two grammars and the package's __init__.py
+    assert out == "2 templates: 2 specs and 5 generated files changed, 0 warnings\n"
+
+
+def test_rebuild_changes_nothing(tree, capsys):
+    code, out, _ = run(capsys, *BUILD)
+    assert (code, out) == (0, "2 templates: 0 specs and 0 generated files changed, 0 warnings\n")
+
+
+def test_every_spec_says_edits_outside_overrides_are_overwritten(tree):
+    head = read(QWEN_SPEC).split("spec_version:")[0]
+    assert "overrides" in head and "overwritten" in head
+    assert all(line.startswith("#") for line in head.splitlines())
+
+
+SELF_OPENING = """\
+- path: reasoning.opened_by_prompt.thinking_on
+  value: true
+  reason: pretend the prompt leaves the model inside <think>
+"""
+
+
+def test_override_survives_rebuilds_and_reaches_the_parser(tree, capsys):
+    text = "6 * 7 = 42\n</think>\n\nIt is 42.<|im_end|>"
+    before = load_module(QWEN_PARSER).parse(text)
+    assert before["reasoning_content"] is None  # the analysis: nothing opens the block
+
+    add_override(QWEN_SPEC, SELF_OPENING)
+    for _ in range(2):
+        code, out, _ = run(capsys, *BUILD)
+        assert code == 0
+        spec = specs.load(QWEN_SPEC)
+        assert spec["overrides"] == yaml.safe_load(SELF_OPENING)
+        assert spec["reasoning"]["opened_by_prompt"] == {"thinking_on": True, "thinking_off": False}
+    assert out.startswith("2 templates: 0 specs and 0 generated files changed")
+
+    parser = load_module(QWEN_PARSER)
+    assert parser.parse(text) == {
+        "role": "assistant",
+        "content": "It is 42.",
+        "reasoning_content": "6 * 7 = 42",
+        "tool_calls": [],
+    }
+    # Only the thinking-on setting was patched.
+    assert parser.parse(text, enable_thinking=False)["reasoning_content"] is None
+
+
+def test_edits_outside_overrides_are_overwritten(tree, capsys):
+    original = read(QWEN_SPEC)
+    write(QWEN_SPEC, original.replace("end: </think>", "end: </thought>"))
+    code, out, _ = run(capsys, *BUILD)
+    assert code == 0 and out.startswith("2 templates: 1 specs and 0 generated files changed")
+    assert read(QWEN_SPEC) == original
+
+
+def test_an_override_the_analysis_agrees_with_can_be_dropped(tree, capsys):
+    add_override(QWEN_SPEC, "- path: reasoning.mode\n  value: tag\n  reason: r\n")
+    code, out, err = run(capsys, *BUILD)
+    assert code == 0
+    assert (
+        f"warning: {QWEN_SPEC}: override reasoning.mode agrees with the analysis "
+        "and can be dropped"
+    ) in err.splitlines()
+    assert out.endswith(", 1 warnings\n")
+
+
+@pytest.mark.parametrize(
+    "entry, fragments",
+    [
+        (  # the schema has no such key
+            "- path: reasoning.opend_by_prompt\n  value: true\n  reason: typo\n",
+            ["reasoning.opend_by_prompt", "unknown key", "set by override"],
+        ),
+        (  # the schema allows the key but not the value
+            "- path: reasoning.mode\n  value: sometimes\n  reason: r\n",
+            ["reasoning.mode", "'sometimes' is not one of"],
+        ),
+        ("- path: reasoning.mode\n  value: tag\n", ["overrides.0.reason", "required"]),
+        ("- reasoning.mode\n", ["overrides.0", "object"]),
+        ("- path: reasoning..mode\n  value: tag\n  reason: r\n", ["overrides.0.path"]),
+    ],
+)
+def test_a_bad_override_stops_the_build_naming_file_and_path(tree, capsys, entry, fragments):
+    add_override(QWEN_SPEC, entry)
+    reviewed = read(QWEN_SPEC)
+    code, _, err = run(capsys, *BUILD)
+    assert code == 2
+    assert "Traceback" not in err
+    assert_one_line_error(err.strip().splitlines()[-1], QWEN_SPEC, *fragments)
+    assert read(QWEN_SPEC) == reviewed  # the reviewer's file is left as it was
+
+
+# --------------------------------------------------------------------------- check
+
+
+def test_check_passes_on_a_fresh_build(tree, capsys):
+    code, out, err = run(capsys, *CHECK)
+    assert code == 0
+    assert "up to date" in out and err == ""
+
+
+def test_check_names_a_changed_template(tree, capsys):
+    path = "templates/" + QWEN
+    write(path, read(path) + "{# a comment #}")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    [problem] = out.splitlines()[:-1]
+    assert problem.startswith(f"{QWEN_SPEC}: templates/{QWEN} changed since this spec was made")
+
+
+def test_check_names_a_spec_whose_template_is_missing(tree, capsys):
+    os.remove("templates/" + NEMOTRON)
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert f"{NEMOTRON_SPEC}: its template templates/{NEMOTRON} is missing" in out.splitlines()
+
+
+def test_check_names_a_template_without_a_spec(tree, capsys):
+    os.remove(QWEN_SPEC)
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.startswith(f"{QWEN_SPEC}: missing: templates/{QWEN} has no spec")
+
+
+def test_check_names_each_drifted_generated_file(tree, capsys):
+    write(QWEN_PARSER, read(QWEN_PARSER) + "# edited\n")
+    os.remove("generated/nvidia_nemotron_nano_v2.gbnf")
+    write("generated/qwen_qwen3_0_6b.tools.gbnf", "root ::= x\n")  # no tool calls: no file
+    write("generated/retired_model.py", "")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert sorted(out.splitlines()[:-1]) == [
+        f"generated/nvidia_nemotron_nano_v2.gbnf: missing: {NEMOTRON_SPEC} produces it",
+        f"{QWEN_PARSER}: differs from what {QWEN_SPEC} produces",
+        f"generated/qwen_qwen3_0_6b.tools.gbnf: should not exist: {QWEN_SPEC} produces no "
+        "such file",
+        "generated/retired_model.py: no spec produces it",
+    ]
+    assert out.splitlines()[-1].startswith("4 problems")
+
+
+def test_check_names_changed_render_inputs(tree, capsys):
+    text = read("templates/" + QWEN)
+    manifest = {
+        "corpus": {"package": "p", "version": "0", "sha256": "0" * 64, "member_dir": "t"},
+        "templates": {
+            QWEN: {
+                "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "inputs": {"eos_token": "<|endoftext|>"},
+            }
+        },
+    }
+    write("templates/manifest.json", json.dumps(manifest))
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.splitlines()[:-1] == [
+        f"{QWEN_SPEC}: render inputs of templates/{QWEN} changed since this spec was made "
+        "(eos_token)"
+    ]
+
+
+def test_check_names_a_spec_the_schema_rejects(tree, capsys):
+    write(QWEN_SPEC, read(QWEN_SPEC).replace("mode: tag", "mode: sometimes", 1))
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.startswith(f"{QWEN_SPEC}: reasoning.mode: 'sometimes' is not one of")
+
+
+def test_check_names_an_override_not_yet_built(tree, capsys):
+    add_override(QWEN_SPEC, SELF_OPENING)
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.startswith(f"{QWEN_SPEC}: its overrides are not applied")
+    run(capsys, *BUILD)
+    assert run(capsys, *CHECK)[0] == 0
+
+
+def test_check_only_warns_about_another_compiler_version(tree, capsys):
+    # What an older compiler left behind: a spec with its version, and the files it made
+    # from that spec.
+    spec = specs.load(QWEN_SPEC)
+    spec["compiler_version"] = "0.0.1"
+    write(QWEN_SPEC, specs.dump(spec))
+    for name, text in outputs("qwen_qwen3_0_6b", spec).items():
+        if text is not None:
+            write(os.path.join("generated", name), text)
+    code, out, err = run(capsys, *CHECK)
+    assert code == 0, out
+    [warning] = err.splitlines()
+    assert warning.startswith(f"warning: {QWEN_SPEC}: made by compiler 0.0.1, this is ")
+
+
+def test_check_renders_nothing(tree, capsys, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("check rendered a template")
+
+    monkeypatch.setattr(ChatTemplate, "render", refuse)
+    monkeypatch.setattr(ChatTemplate, "__init__", refuse)
+    assert run(capsys, *CHECK)[0] == 0
+    path = "templates/" + NEMOTRON
+    write(path, read(path) + "\n")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1 and out.startswith(NEMOTRON_SPEC)
+
+
+def test_check_takes_extra_sources(tree, capsys):
+    model = tree / "models" / "Tiny"
+    write(model / "chat_template.jinja", corpus_text(QWEN))
+    code, out, _ = run(capsys, *CHECK, "--source", str(model))
+    assert code == 1
+    assert out.startswith(f"specs/tiny.yaml: missing: {model} has no spec")
+
+
+# --------------------------------------------------------------------------- analyze
+
+
+def analyzed(capsys, *argv: str) -> dict:
+    code, out, err = run(capsys, "analyze", *argv)
+    assert code == 0, err
+    spec = yaml.safe_load(out)
+    specs.validate(spec, "stdout")
+    assert spec["overrides"] == []
+    return spec
+
+
+def format_of(spec: dict) -> dict:
+    return {key: spec[key] for key in ("reasoning", "content", "tools", "end_of_turn")}
+
+
+@pytest.fixture
+def reference(tmp_path, capsys):
+    """The Ministral template analyzed as a .jinja file with bos/eos from a manifest."""
+    text = corpus_text(MINISTRAL)
+    directory = tmp_path / "ref"
+    path = write(directory / MINISTRAL, text)
+    manifest = {
+        "corpus": {"package": "p", "version": "0", "sha256": "0" * 64, "member_dir": "t"},
+        "templates": {
+            MINISTRAL: {
+                "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "inputs": {"bos_token": "<s>", "eos_token": "</s>"},
+            }
+        },
+    }
+    write(directory / "manifest.json", json.dumps(manifest))
+    spec = analyzed(capsys, path)
+    assert spec["render_inputs"]["eos_token"] == "</s>"
+    # The real eos string is a marker the parser can strip; the placeholder never is.
+    without = analyzed(capsys, write(tmp_path / "plain" / MINISTRAL, text))
+    assert format_of(without) != format_of(spec)
+    return spec
+
+
+def test_analyze_a_model_directory_with_chat_template_jinja(tmp_path, capsys, reference):
+    model = tmp_path / "Ministral-Reasoning"
+    write(model / "chat_template.jinja", corpus_text(MINISTRAL))
+    write(model / "tokenizer_config.json", json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+    spec = analyzed(capsys, str(model))
+    assert format_of(spec) == format_of(reference)
+    assert spec["template"]["path"] == str(model)
+
+
+def test_analyze_a_tokenizer_config_with_a_template_string(tmp_path, capsys, reference):
+    model = tmp_path / "m"
+    config = {
+        "chat_template": corpus_text(MINISTRAL),
+        "bos_token": {"content": "<s>"},
+        "eos_token": {"content": "</s>"},
+    }
+    write(model / "tokenizer_config.json", json.dumps(config))
+    assert format_of(analyzed(capsys, str(model))) == format_of(reference)
+
+
+def test_analyze_a_named_template_of_a_tokenizer_config(tmp_path, capsys, reference):
+    model = tmp_path / "m"
+    config = {
+        "chat_template": [
+            {"name": "default", "template": corpus_text(QWEN)},
+            {"name": "reasoning", "template": corpus_text(MINISTRAL)},
+        ],
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+    }
+    write(model / "tokenizer_config.json", json.dumps(config))
+    spec = analyzed(capsys, str(model), "--name", "reasoning")
+    assert format_of(spec) == format_of(reference)
+    assert spec["template"]["path"] == f"{model}#reasoning"
+    assert analyzed(capsys, str(model), "--name", "default")["reasoning"]["start"] == "<think>"
+
+    code, _, err = run(capsys, "analyze", str(model))
+    assert code == 2
+    assert_one_line_error(err, str(model), "default, reasoning")
+    code, _, err = run(capsys, "analyze", str(model), "--name", "tool_use")
+    assert code == 2
+    assert_one_line_error(err, "'tool_use'", "default, reasoning")
+
+
+def test_analyze_a_gguf_file(tmp_path, capsys, reference):
+    gguf = pytest.importorskip("gguf")
+    path = str(tmp_path / "Ministral.Q4_K_M.gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_token_list(["<unk>", "<s>", "</s>", "[THINK]", "[/THINK]"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_chat_template(corpus_text(MINISTRAL))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    spec = analyzed(capsys, path)
+    assert format_of(spec) == format_of(reference)
+    assert spec["render_inputs"]["bos_token"] == "<s>"
+
+
+def test_analyze_a_corpus_template_takes_its_manifest_inputs(tmp_path, capsys):
+    name = "CohereForAI-c4ai-command-r-plus-tool_use.jinja"
+    text = corpus_text(name)
+    spec = analyzed(capsys, os.path.join(CORPUS, name))
+    assert spec["render_inputs"]["tool_shape"] == "cohere"  # as templates/manifest.json says
+    elsewhere = analyzed(capsys, write(tmp_path / name, text))
+    assert elsewhere["render_inputs"]["tool_shape"] == "openai"
+
+
+# --------------------------------------------------------------------------- parse
+
+
+def test_parse_prints_the_message_as_json(tree, capsys, monkeypatch):
+    output = "<think>\nhm\n</think>\n\nHi «there»<|im_end|>"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(output))
+    code, out, _ = run(capsys, "parse", QWEN_SPEC)
+    assert code == 0
+    assert json.loads(out) == {
+        "role": "assistant",
+        "content": "Hi «there»",
+        "reasoning_content": "hm",
+        "tool_calls": [],
+    }
+
+
+def test_parse_follows_the_thinking_setting(tree, capsys, monkeypatch):
+    # Nemotron's prompt leaves <think> open, so plain text is reasoning, unless the
+    # reviewed spec says that thinking off closes it.
+    for argv, expected in (
+        ((), {"content": "", "reasoning_content": "The answer is 42."}),
+        (("--no-thinking",), {"content": "", "reasoning_content": "The answer is 42."}),
+    ):
+        monkeypatch.setattr(sys, "stdin", io.StringIO("The answer is 42.\n<SPECIAL_12>\n"))
+        code, out, _ = run(capsys, "parse", NEMOTRON_SPEC, *argv)
+        message = json.loads(out)
+        assert code == 0
+        assert {key: message[key] for key in expected} == expected
+
+    add_override(
+        NEMOTRON_SPEC,
+        "- path: reasoning.opened_by_prompt.thinking_off\n  value: false\n  reason: r\n",
+    )
+    run(capsys, *BUILD)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("The answer is 42.\n<SPECIAL_12>\n"))
+    code, out, _ = run(capsys, "parse", NEMOTRON_SPEC, "--no-thinking")
+    assert json.loads(out)["content"] == "The answer is 42."
+
+
+def test_parse_reads_a_tools_file(tree, capsys, monkeypatch):
+    tools = tree / "tools.json"
+    write(tools, json.dumps([samples.TOOL]))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hi"))
+    code, out, _ = run(capsys, "parse", QWEN_SPEC, "--tools", str(tools))
+    assert code == 0 and json.loads(out)["content"] == "Hi"
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [("{not json", "is not valid JSON"), ('{"type": "function"}', "expected a JSON list")],
+)
+def test_parse_rejects_a_bad_tools_file(tree, capsys, content, fragment):
+    tools = write(tree / "tools.json", content)
+    code, _, err = run(capsys, "parse", QWEN_SPEC, "--tools", tools)
+    assert code == 2
+    assert_one_line_error(err, tools, fragment)
+
+
+def test_parse_strict_exits_1_on_output_that_does_not_fit(tree, capsys, monkeypatch):
+    spec = specs.load(QWEN_SPEC)
+    spec["content"] = {"mode": "always_wrapped", "start": "<answer>", "end": "</answer>"}
+    wrapped = write("wrapped.yaml", specs.dump(spec))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("<answer>Hi</answer> and more"))
+    assert run(capsys, "parse", wrapped)[0] == 0  # not strict: kept as content
+    monkeypatch.setattr(sys, "stdin", io.StringIO("<answer>Hi</answer> and more"))
+    code, out, err = run(capsys, "parse", wrapped, "--strict")
+    assert (code, out) == (1, "")
+    assert "Traceback" not in err and wrapped in err and "</answer>" in err
+
+
+def test_parse_through_the_real_command_line(tree):
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "parse", QWEN_SPEC],
+        input="<think>\nhm\n</think>\n\nHi<|im_end|>",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["reasoning_content"] == "hm"
+
+
+# --------------------------------------------------------------------------- explain
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        QWEN,  # a reasoning turn shows the block
+        NEMOTRON,  # the prompt opens it; earlier turns are cut at the closer
+        "deepseek-ai-DeepSeek-V3.1.jinja",  # thinking off closes what both prompts open
+        "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",  # an empty block, thinking off
+        "moonshotai-Kimi-K2.jinja",
+        "Kimi-K2-Thinking.jinja",  # the content-only turn writes an empty block
+        "google-gemma-2-2b-it.jinja",  # no reasoning at all
+    ],
+)
+def test_explain_shows_every_decision_with_its_renders(capsys, name):
+    path = os.path.join(CORPUS, name)
+    corpus_text(name)
+    code, out, err = run(capsys, "explain", path)
+    assert code == 0, err
+    spec = analyzed(capsys, path)
+    decisions = [line for line in out.splitlines() if line[:1].isdigit()]
+    shown = "\n".join(decisions)
+    # Every field of the format is decided somewhere, with the value the spec has.
+    for section, keys in (
+        ("content", ("mode", "start", "end")),
+        ("end_of_turn", ("markers", "tokenizer_eos")),
+    ):
+        for key in keys:
+            assert f"{section}.{key} = {spec[section][key]!r}" in shown
+    if spec["reasoning"]["mode"] != "tools_only":  # decided by the tool-call analysis
+        assert f"reasoning.mode = {spec['reasoning']['mode']!r}" in shown
+    if spec["reasoning"]["mode"] not in ("none", "tools_only"):
+        assert f"reasoning.end = {spec['reasoning']['end']!r}" in shown
+        for key, value in spec["reasoning"]["opened_by_prompt"].items():
+            assert f"reasoning.opened_by_prompt.{key} = {value}" in shown
+    assert "A only" in out and "B only" in out
+    assert "Traceback" not in err
+
+
+def test_explain_shows_what_differs_and_elides_what_is_shared():
+    shared = "".join(f"line {n} of a long system prompt\n" for n in range(200))
+    left = Render("without", shared + "<|assistant|>\nanswer<|end|>\n" + shared)
+    right = Render(
+        "with", shared + "<|assistant|>\n<think>\nmusing\n</think>\nanswer<|end|>\n" + shared
+    )
+    text = explain([Evidence("reasoning.start = '<think>'", "because", left, right)])
+    assert text.startswith("1. reasoning.start = '<think>'\n")
+    assert "why: because" in text
+    assert "A = without (" in text and "B = with (" in text
+    assert "'<think>\\n'" in text and "'musing\\n'" in text  # repr, one line each
+    assert "line 10 of" not in text  # the long common parts are elided…
+    assert "'line 199 of a long system prompt\\n'" in text  # …but for the nearest context
+    assert text.count("not shown") == 2
+    assert max(map(len, text.splitlines())) < 120
+
+
+def test_explain_of_a_decision_without_renders():
+    text = explain([Evidence("reasoning.mode = 'tag'", "it follows")])
+    assert text == (
+        "1. reasoning.mode = 'tag'\n"
+        "   why: it follows\n"
+        "   (follows from the decisions above; no render of its own)\n"
+    )
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def broken_template(tmp_path) -> str:
+    return write(tmp_path / "broken.jinja", "{% for m in messages %}\n{{ m.content }\n")
+
+
+@pytest.mark.parametrize(
+    "argv, fragments",
+    [
+        (["analyze", "missing.jinja"], ["missing.jinja", "does not exist"]),
+        (["explain", "missing-dir/"], ["missing-dir/"]),
+        (["analyze", "{broken}"], ["broken.jinja:2"]),
+        (["explain", "{broken}"], ["broken.jinja:2"]),
+        (["parse", "missing.yaml"], ["missing.yaml", "cannot read"]),
+        (["check", "--templates", "no-such-dir"], ["no-such-dir"]),
+        (["build", "--templates", "no-such-dir"], ["no-such-dir"]),
+        (["analyze", "{gguf}"], ["fake.gguf"]),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, argv, fragments):
+    monkeypatch.chdir(tmp_path)
+    broken = broken_template(tmp_path)
+    gguf = write(tmp_path / "fake.gguf", b"not a gguf file")
+    argv = [arg.format(broken=broken, gguf=gguf) for arg in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert_one_line_error(err, *fragments)
+
+
+def test_parse_names_a_spec_that_fails_the_schema(tree, capsys):
+    write(QWEN_SPEC, read(QWEN_SPEC).replace("tokenizer_eos: false", "tokenizer_eos: 0"))
+    code, _, err = run(capsys, "parse", QWEN_SPEC)
+    assert code == 2
+    assert_one_line_error(err, QWEN_SPEC, "end_of_turn.tokenizer_eos")
+
+
+def test_debug_shows_the_traceback(tmp_path, capsys):
+    from compiler.sources import SourceError
+
+    for argv in (["--debug", "analyze", "missing.jinja"], ["analyze", "missing.jinja", "--debug"]):
+        with pytest.raises(SourceError):
+            main(argv)
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["parse"])
+    assert caught.value.code == 2
