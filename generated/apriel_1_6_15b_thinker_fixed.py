@@ -197,7 +197,7 @@ REASONING_END = "[BEGIN FINAL RESPONSE]"
 OPENED_BY_PROMPT = {True: True, False: True}
 
 
-def _split_reasoning(text, enable_thinking):
+def _split_reasoning(text, enable_thinking, strict=False):
     """Reasoning (or None) and the text after it. A block left open at the
     end of the text is reasoning; an empty one is none."""
 
@@ -501,7 +501,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
     if tool_calls:
         before = _strip_stop(before)

@@ -161,7 +161,7 @@ REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
 
 
-def _split_reasoning(text, enable_thinking):
+def _split_reasoning(text, enable_thinking, strict=False):
     """Reasoning (or None) and the text after it. A block left open at the
     end of the text is reasoning; an empty one is none."""
 
@@ -171,7 +171,10 @@ def _split_reasoning(text, enable_thinking):
     elif OPENED_BY_PROMPT[enable_thinking]:
         body = text
     elif stripped.startswith(REASONING_END):
-        # A closer with no opener: an empty block whose opener was elided.
+        # A closer with no opener: an empty block whose opener was elided
+        # (the grammar does not admit it, so strict reading refuses it).
+        if strict:
+            raise ValueError("reasoning closer with no opener at the start")
         return None, stripped[len(REASONING_END) :]
     else:
         return None, text
@@ -507,7 +510,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
     if tool_calls:
         before = _strip_stop(before)

@@ -129,7 +129,7 @@ GBNF = _GRAMMAR_THINKING
 GBNF_TOOLS = None
 
 
-def _split_reasoning(text, enable_thinking):
+def _split_reasoning(text, enable_thinking, strict=False):
     """This format has no reasoning block."""
     return None, text
 
@@ -465,7 +465,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
     if tool_calls:
         before = _strip_stop(before)

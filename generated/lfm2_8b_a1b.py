@@ -75,7 +75,7 @@ GBNF = _GRAMMAR_THINKING
 GBNF_TOOLS = None
 
 
-def _split_reasoning(text, enable_thinking):
+def _split_reasoning(text, enable_thinking, strict=False):
     """This format has no reasoning block."""
     return None, text
 
@@ -110,7 +110,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     return {
         "role": "assistant",
         "content": _read_content(rest, strict),

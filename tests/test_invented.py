@@ -10,6 +10,7 @@ import os
 import pytest
 
 from compiler.build import build
+from compiler.render import EOS_PLACEHOLDER
 from compiler.sources import discover
 from tests import roundtrip as rt
 
@@ -66,3 +67,29 @@ def test_invented_templates_round_trip(compiled, monkeypatch):
     print(f"invented round trip: {sum(results)}/{len(results)} = {rate:.1%}")
     assert len(results) >= 90
     assert rate >= 0.90, "\n".join(failures)
+
+
+def test_whole_content_turn_reads_back(compiled, monkeypatch):
+    """The model's whole turn, up to where the tokenizer's eos would stop it (not cut
+    at the content as the round trip does): closers before the eos are not content."""
+    out, _ = compiled
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    kind = next(k for k in rt.TOOL_KINDS if k.name == "content_then_tool_call")
+    for slug, parser in _parsers(out).items():
+        case = rt.build_case(slug, kind)
+        if case is None:
+            continue
+        text = case.full[len(case.prefix) :].split(EOS_PLACEHOLDER)[0]
+        message = parser.parse(text, tools=case.tools)
+        assert message["content"].strip() == kind.content.strip(), (slug, text, message)
+
+
+def test_content_closer_is_not_a_stop_string(compiled):
+    """A model that wraps its answer keeps writing (calls) after the closer: stopping
+    there would cut them off."""
+    out, _ = compiled
+    for slug, parser in _parsers(out).items():
+        content = parser.SPEC["content"]
+        if content["start"]:
+            assert content["end"], slug
+            assert content["end"] not in parser.STOP, slug

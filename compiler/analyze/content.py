@@ -129,6 +129,12 @@ def analyze_ending(obs: Observation) -> Ending:
         return ending
     stripped = tail.strip()
     markers = markers_in(stripped)
+    before_eos = after.split(EOS_PLACEHOLDER)[0].strip()
+    if ending.tokenizer_eos and before_eos and not after.strip().startswith(EOS_PLACEHOLDER):
+        # The turn ends with the tokenizer's eos; what the template writes before it
+        # closes the content (or, with no content opener, ends the turn).
+        ending.closer = before_eos
+        return ending
     if markers and stripped.startswith(markers[0]):
         ending.end_of_turn = markers[0]
     elif stripped and len(stripped) <= LONG and "\n" not in stripped:

@@ -45,7 +45,7 @@ def _reasoning_code(spec: dict) -> str:
     if reasoning["mode"] == "none" or not reasoning.get("end"):
         return textwrap.dedent(
             '''
-            def _split_reasoning(text, enable_thinking):
+            def _split_reasoning(text, enable_thinking, strict=False):
                 """This format has no reasoning block."""
                 return None, text
             '''
@@ -66,7 +66,10 @@ def _reasoning_code(spec: dict) -> str:
             elif OPENED_BY_PROMPT[enable_thinking]:
                 body = text
             elif stripped.startswith(REASONING_END):
-                # A closer with no opener: an empty block whose opener was elided.
+                # A closer with no opener: an empty block whose opener was elided
+                # (the grammar does not admit it, so strict reading refuses it).
+                if strict:
+                    raise ValueError("reasoning closer with no opener at the start")
                 return None, stripped[len(REASONING_END) :]
             else:
                 return None, text
@@ -80,7 +83,7 @@ def _reasoning_code(spec: dict) -> str:
             """
         )
     code.append(
-        "\n\ndef _split_reasoning(text, enable_thinking):\n"
+        "\n\ndef _split_reasoning(text, enable_thinking, strict=False):\n"
         '    """Reasoning (or None) and the text after it. A block left open at the\n'
         '    end of the text is reasoning; an empty one is none."""\n'
         + textwrap.indent(open_check, "    ")
@@ -179,7 +182,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     return {
         "role": "assistant",
         "content": _read_content(rest, strict),
@@ -215,7 +218,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking)
+    reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
     before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
     if tool_calls:
         before = _strip_stop(before)
