@@ -308,6 +308,20 @@ def _good_name(name):
     return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
 
 
+def _read_object(text, at):
+    """The JSON (or Python-literal) object written at ``at``, after any whitespace:
+    (value, start, end) or None."""
+    at = _skip_space(text, at)
+    end = _value_end(text, at)
+    if end < 0:
+        return None
+    try:
+        value = _load(text[at:end], LITERAL)
+    except ValueError:
+        return None
+    return (value, at, end) if isinstance(value, dict) else None
+
+
 def _call(name, arguments, call_id):
     return {
         "id": call_id,
@@ -374,16 +388,10 @@ def _read_call(text, at, types):
     at = _match(text, at, CALL_START)
     if at < 0:
         return None
-    at = _skip_space(text, at)
-    end = _value_end(text, at)
-    if end < 0:
+    found = _read_object(text, at)
+    if found is None:
         return None
-    try:
-        value = _load(text[at:end], LITERAL)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
+    value, _, end = found
 
     name = _field(value, NAME_PATH)
     arguments = _field(value, ARGUMENTS_PATH)

@@ -234,6 +234,20 @@ def _good_name(name):
     return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
 
 
+def _read_object(text, at):
+    """The JSON (or Python-literal) object written at ``at``, after any whitespace:
+    (value, start, end) or None."""
+    at = _skip_space(text, at)
+    end = _value_end(text, at)
+    if end < 0:
+        return None
+    try:
+        value = _load(text[at:end], LITERAL)
+    except ValueError:
+        return None
+    return (value, at, end) if isinstance(value, dict) else None
+
+
 def _call(name, arguments, call_id):
     return {
         "id": call_id,
@@ -314,18 +328,12 @@ def _read_call(text, at, types):
     at = _match(text, end, AFTER_PART_0) if AFTER_PART_0.strip() else end
 
     # the arguments: one JSON value
-    at = _skip_space(text, at)
-    end = _value_end(text, at)
-    if end < 0:
+    found = _read_object(text, at)
+    if found is None:
         return None
-    try:
-        value = _load(text[at:end], LITERAL)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
+    value, start, end = found
     arguments = (
-        text[at:end] if LITERAL == "json" else json.dumps(value, ensure_ascii=False)
+        text[start:end] if LITERAL == "json" else json.dumps(value, ensure_ascii=False)
     )
     at = _close(text, end, AFTER_PART_1)
     return _call(name, arguments, call_id), at

@@ -121,6 +121,20 @@ def _schema_types(tools):
 
 def _good_name(name):
     return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
+
+
+def _read_object(text, at):
+    """The JSON (or Python-literal) object written at ``at``, after any whitespace:
+    (value, start, end) or None."""
+    at = _skip_space(text, at)
+    end = _value_end(text, at)
+    if end < 0:
+        return None
+    try:
+        value = _load(text[at:end], LITERAL)
+    except ValueError:
+        return None
+    return (value, at, end) if isinstance(value, dict) else None
 '''
 
 
@@ -200,16 +214,10 @@ def _json_reader(tools: dict) -> str:
                 at = _match(text, at, CALL_START)
                 if at < 0:
                     return None
-                at = _skip_space(text, at)
-                end = _value_end(text, at)
-                if end < 0:
+                found = _read_object(text, at)
+                if found is None:
                     return None
-                try:
-                    value = _load(text[at:end], LITERAL)
-                except ValueError:
-                    return None
-                if not isinstance(value, dict):
-                    return None
+                value, _, end = found
             '''
         )
         + textwrap.indent(pick, "    ")
@@ -234,23 +242,17 @@ def _json_reader(tools: dict) -> str:
     )
 
 
-def _hole_code(index: int, hole: str, arguments: dict, last: bool) -> str:
+def _hole_code(index: int, hole: str, arguments: dict) -> str:
     after = f"AFTER_PART_{index}"
     if hole == "arguments" and arguments["encoding"] == "json":
         return textwrap.dedent(
             f"""
             # the arguments: one JSON value
-            at = _skip_space(text, at)
-            end = _value_end(text, at)
-            if end < 0:
+            found = _read_object(text, at)
+            if found is None:
                 return None
-            try:
-                value = _load(text[at:end], LITERAL)
-            except ValueError:
-                return None
-            if not isinstance(value, dict):
-                return None
-            arguments = text[at:end] if LITERAL == "json" else json.dumps(value, ensure_ascii=False)
+            value, start, end = found
+            arguments = text[start:end] if LITERAL == "json" else json.dumps(value, ensure_ascii=False)
             at = _close(text, end, {after})
             """
         )
@@ -310,10 +312,10 @@ def _tagged_reader(tools: dict) -> str:
         if hole == "name" and holes.index("name") != index:
             # The name is written twice; the first one counts.
             body.append("first_name = name\n")
-            body.append(_hole_code(index, hole, arguments, index == len(holes) - 1))
+            body.append(_hole_code(index, hole, arguments))
             body.append("name = first_name\n")
             continue
-        body.append(_hole_code(index, hole, arguments, index == len(holes) - 1))
+        body.append(_hole_code(index, hole, arguments))
     body.append("return _call(name, arguments, call_id), at\n")
     code = [
         textwrap.dedent(
