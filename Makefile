@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs check test clean
+.PHONY: all templates specs check test bench clean
 
 all: specs
 
@@ -28,5 +28,21 @@ check: templates
 test: templates
 	$(PY) -m pytest -q
 
+# The benchmark compares with Hugging Face transformers, installed only here, in a
+# virtualenv of its own: `make bench BENCH_ARGS=--json` for JSON, `--check` to fail when
+# an acceptance figure is missed.
+BENCH_VENV  := .venv-bench
+BENCH_PY    := $(BENCH_VENV)/bin/python
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install --quiet --upgrade pip
+	$(BENCH_PY) -m pip install --quiet -e . 'transformers==5.23.0'
+	touch $(BENCH_STAMP)
+
+bench: templates $(BENCH_STAMP)
+	$(BENCH_PY) -m tests.benchmarks.bench $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) .cache
+	rm -rf $(VENV) $(BENCH_VENV) .cache

@@ -1,0 +1,470 @@
+"""`make bench`: our generated parsers next to Hugging Face transformers' response parser.
+
+For each benchmarked format and output size (about 1 KB, 16 KB and 256 KB: a sentence of
+content, then a tool call whose ``code`` argument is a long program; see ``outputs.py``),
+one run measures side by side, on the same text:
+
+- ``parse``: our one-shot ``parse(text, tools=...)``;
+- ``parse_response``: transformers' one-shot parser, with the response template we wrote
+  for the format (``response_templates.py``);
+- stream cost per chunk, the text cut into 4-character chunks: the total time of all
+  ``feed(chunk)`` calls and the closing ``finish()`` (ours, ``StreamParser``) or
+  ``finalize()`` (transformers' ``ResponseParser``), divided by the number of chunks.
+  Building the parser is not timed.
+
+Before anything is timed, every parser's result is checked against the message the text
+was rendered from (the content, and the call's name and arguments as JSON values; our
+merged stream deltas must equal our ``parse``): a parser that misreads a text is reported
+and not timed, and the run exits with status 1.
+
+Each figure is the best of repeated runs (``time.perf_counter``, garbage collector off
+while timing). ``--json`` prints the figures as JSON; ``--check`` exits 1 unless every
+acceptance figure of issue 5 is met: our stream cost per chunk at most half of
+``ResponseParser``'s, flat (at 256 KB within 1.5x of its value at 1 KB), and our ``parse``
+at least 10x faster than ``parse_response``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found"
+
+import transformers  # noqa: E402
+from transformers.utils.chat_parsing import ResponseParser, parse_response  # noqa: E402
+
+from tests import roundtrip as rt  # noqa: E402
+from tests.benchmarks import outputs  # noqa: E402
+from tests.benchmarks.response_templates import BY_SLUG  # noqa: E402
+
+FORMATS = (
+    ("Qwen3-Coder", "qwen3_coder"),
+    ("Hermes 2 Pro", "nousresearch_hermes_2_pro_llama_3_8b_tool_use"),
+)
+SIZES = (1024, 16 * 1024, 256 * 1024)
+
+# Acceptance (issue 5)
+MAX_STREAM_RATIO = 0.5  # ours / ResponseParser, per chunk
+MAX_FLATNESS = 1.5  # ours per chunk at the largest size / at the smallest
+MIN_SPEEDUP = 10.0  # parse_response / ours, one-shot
+
+
+# ---------------------------------------------------------------------------
+# timing
+
+
+def _timed(run) -> float:
+    """Seconds one call of ``run`` takes, the garbage collector off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        run()
+        return time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def best_call(call, budget: float) -> float:
+    """The best time of one ``call()``: calls are grouped so that a sample lasts at
+    least 5 ms, and samples are taken (three at least) until ``budget`` seconds pass."""
+    number = 1
+    while True:
+        sample = _timed(lambda: [call() for _ in range(number)])
+        if sample >= 0.005 or number >= 1 << 20:
+            break
+        number *= 2
+    best, spent = sample, sample
+    samples = 1
+    while samples < 3 or spent < budget:
+        sample = _timed(lambda: [call() for _ in range(number)])
+        best, spent, samples = min(best, sample), spent + sample, samples + 1
+    return best / number
+
+
+def best_stream(make, chunks: list[str], close: str, budget: float) -> float:
+    """The best total time of feeding every chunk to a fresh ``make()`` and closing it
+    (its method ``close``), over at least three runs and ``budget`` seconds."""
+
+    def run_once():
+        parser = make()
+        feed, end = parser.feed, getattr(parser, close)
+
+        def run():
+            for chunk in chunks:
+                feed(chunk)
+            end()
+
+        return _timed(run)
+
+    best = spent = run_once()
+    samples = 1
+    while samples < 3 or spent < budget:
+        sample = run_once()
+        best, spent, samples = min(best, sample), spent + sample, samples + 1
+    return best
+
+
+# ---------------------------------------------------------------------------
+# checking what each parser reads
+
+
+def merge_deltas(deltas: list[dict]) -> dict:
+    """The message a client builds from OpenAI stream deltas."""
+    content, reasoning, calls = [], None, {}
+    for delta in deltas:
+        if delta.get("content") is not None:
+            content.append(delta["content"])
+        if delta.get("reasoning_content") is not None:
+            reasoning = (reasoning or "") + delta["reasoning_content"]
+        for part in delta.get("tool_calls") or ():
+            call = calls.setdefault(
+                part["index"],
+                {
+                    "id": None,
+                    "type": "function",
+                    "function": {"name": "", "arguments": ""},
+                },
+            )
+            if part.get("id") is not None:
+                call["id"] = part["id"]
+            function = part.get("function") or {}
+            call["function"]["name"] += function.get("name") or ""
+            call["function"]["arguments"] += function.get("arguments") or ""
+    return {
+        "role": "assistant",
+        "content": "".join(content),
+        "reasoning_content": reasoning,
+        "tool_calls": [calls[index] for index in sorted(calls)],
+    }
+
+
+def misread(out: outputs.Output, message: dict) -> str | None:
+    """Why ``message`` is not what ``out`` was rendered from (None when it is): the
+    content, and one call with the same name and the same arguments as JSON values
+    (given as JSON text, ours, or as an object, transformers')."""
+    if not isinstance(message, dict):
+        return f"not a message: {type(message).__name__}"
+    if (message.get("content") or "").strip() != out.content:
+        return f"content {str(message.get('content'))[:60]!r}"
+    calls = message.get("tool_calls") or []
+    if len(calls) != 1:
+        return f"{len(calls)} tool calls, expected 1"
+    function = calls[0].get("function") or {}
+    if function.get("name") != out.name:
+        return f"tool name {function.get('name')!r}"
+    arguments = function.get("arguments")
+    try:
+        if isinstance(arguments, str):
+            arguments = json.loads(arguments)
+    except ValueError:
+        return "arguments are not JSON"
+    if not rt.json_equal(arguments, out.arguments):
+        return "arguments differ"
+    return None
+
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
+# ---------------------------------------------------------------------------
+# one row of the table
+
+
+def measure(label: str, slug: str, size: int, chunk: int, budget: float) -> dict:
+    out = outputs.build(slug, size)
+    module = importlib.import_module(f"generated.{slug}")
+    template = BY_SLUG[slug]
+    chunks = chunked(out.text, chunk)
+    stream_parser = getattr(module, "StreamParser", None)
+
+    def ours_parse():
+        return module.parse(out.text, tools=out.tools)
+
+    def hf_parse():
+        return parse_response(out.text, template, prefix="", tools=out.tools)
+
+    def ours_stream():
+        return stream_parser(tools=out.tools, enable_thinking=True)
+
+    def hf_stream():
+        return ResponseParser(template, prefix="", tools=out.tools)
+
+    row = {
+        "format": label,
+        "slug": slug,
+        "size": size,
+        "bytes": len(out.text.encode("utf-8")),
+        "chunks": len(chunks),
+        "content_by_hand": out.by_hand,
+        "errors": [],
+    }
+
+    # What each parser reads, before any timing.
+    ours = ours_parse()
+    errors = {
+        "ours_parse": misread(out, ours),
+        "hf_parse": misread(out, hf_parse()),
+    }
+    parser = hf_stream()
+    for piece in chunks:
+        parser.feed(piece)
+    errors["hf_stream"] = misread(out, parser.finalize()[0])
+    if stream_parser is not None:
+        parser = ours_stream()
+        deltas = []
+        for piece in chunks:
+            deltas += parser.feed(piece)
+        deltas += parser.finish()
+        merged = merge_deltas(deltas)
+        errors["ours_stream"] = misread(out, merged) or (
+            None if merged == ours else "merged deltas differ from parse()"
+        )
+    for name, why in errors.items():
+        if why:
+            row["errors"].append(f"{name}: {why}")
+
+    def timed(name, run):
+        row[name] = None if errors.get(name, "missing") else run()
+
+    timed("ours_parse", lambda: best_call(ours_parse, budget))
+    timed("hf_parse", lambda: best_call(hf_parse, budget))
+    timed(
+        "ours_stream",
+        lambda: best_stream(ours_stream, chunks, "finish", budget) / len(chunks),
+    )
+    timed(
+        "hf_stream",
+        lambda: best_stream(hf_stream, chunks, "finalize", budget) / len(chunks),
+    )
+    row["speedup"] = _ratio(row["hf_parse"], row["ours_parse"])
+    row["stream_ratio"] = _ratio(row["ours_stream"], row["hf_stream"])
+    return row
+
+
+def _ratio(top, bottom):
+    return None if top is None or bottom is None or bottom == 0 else top / bottom
+
+
+# ---------------------------------------------------------------------------
+# the report
+
+
+def acceptance(rows: list[dict]) -> list[dict]:
+    """Issue 5's three acceptance figures, each with its worst value over the rows."""
+    flatness = []
+    for label, _ in FORMATS:
+        mine = [row for row in rows if row["format"] == label]
+        if len(mine) >= 2:
+            first, last = mine[0], mine[-1]
+            flatness.append(_ratio(last["ours_stream"], first["ours_stream"]))
+
+    def worst(values, pick):
+        return None if not values or None in values else pick(values)
+
+    checks = [
+        (
+            "stream cost per chunk, ours / ResponseParser",
+            worst([row["stream_ratio"] for row in rows], max),
+            f"<= {MAX_STREAM_RATIO}",
+            lambda v: v <= MAX_STREAM_RATIO,
+        ),
+        (
+            "flatness, ours per chunk at the largest size / at the smallest",
+            worst(flatness, max),
+            f"<= {MAX_FLATNESS}",
+            lambda v: v <= MAX_FLATNESS,
+        ),
+        (
+            "one-shot speedup, parse_response / ours",
+            worst([row["speedup"] for row in rows], min),
+            f">= {MIN_SPEEDUP:g}",
+            lambda v: v >= MIN_SPEEDUP,
+        ),
+    ]
+    return [
+        {
+            "what": what,
+            "worst": value,
+            "wanted": wanted,
+            "met": None if value is None else bool(test(value)),
+        }
+        for what, value, wanted, test in checks
+    ]
+
+
+def _us(seconds):
+    return "n/a" if seconds is None else f"{seconds * 1e6:.2f}"
+
+
+def _x(ratio):
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
+
+
+def _size(size):
+    return f"{size // 1024} KB" if size >= 1024 else f"{size} B"
+
+
+def table(rows: list[dict], chunk: int) -> str:
+    head = (
+        "format",
+        "size",
+        "bytes",
+        "chunks",
+        "parse us",
+        "HF parse us",
+        "speedup",
+        "stream us/chunk",
+        "HF stream us/chunk",
+        "ours/HF",
+    )
+    body = [
+        (
+            row["format"],
+            _size(row["size"]),
+            str(row["bytes"]),
+            str(row["chunks"]),
+            _us(row["ours_parse"]),
+            _us(row["hf_parse"]),
+            _x(row["speedup"]),
+            _us(row["ours_stream"]),
+            _us(row["hf_stream"]),
+            _x(row["stream_ratio"]),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
+
+    def line(cells):
+        return "  ".join(
+            cell.ljust(width) if i < 2 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        )
+
+    lines = [line(head), "  ".join("-" * width for width in widths)]
+    lines += [line(cells) for cells in body]
+    lines.append("")
+    lines.append(
+        f"us = microseconds, best of repeated runs; stream = {chunk}-character chunks, "
+        "all feed() calls + finish()/finalize(), divided by the number of chunks."
+    )
+    lines.append(
+        "speedup = HF parse / ours; ours/HF = our stream cost per chunk / HF's; "
+        "HF = transformers parse_response / ResponseParser."
+    )
+    for label, _ in FORMATS:
+        mine = [row for row in rows if row["format"] == label]
+        if len(mine) >= 2:
+            first, last = mine[0], mine[-1]
+            lines.append(
+                f"flatness {label} ({_size(last['size'])} / {_size(first['size'])}"
+                f" per chunk): ours {_x(_ratio(last['ours_stream'], first['ours_stream']))},"
+                f" HF {_x(_ratio(last['hf_stream'], first['hf_stream']))}"
+            )
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "transformers": transformers.__version__,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.bench", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 unless every acceptance figure is met",
+    )
+    parser.add_argument(
+        "--chunk", type=int, default=4, help="characters per stream chunk (4)"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=0.3,
+        help="seconds of repeated runs per figure, three runs at least (0.3)",
+    )
+    args = parser.parse_args(argv)
+
+    rows = []
+    for label, slug in FORMATS:
+        for size in SIZES:
+            if not args.json:
+                print(f"measuring {label}, {_size(size)} ...", file=sys.stderr)
+            rows.append(measure(label, slug, size, args.chunk, args.budget))
+    checks = acceptance(rows)
+    errors = [
+        f"{row['format']} {_size(row['size'])}: {e}"
+        for row in rows
+        for e in row["errors"]
+    ]
+    stream_missing = any(row["ours_stream"] is None for row in rows) and not any(
+        "ours_stream" in e for e in errors
+    )
+
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "machine": machine(),
+                    "chunk": args.chunk,
+                    "rows": rows,
+                    "acceptance": checks,
+                },
+                indent=2,
+            )
+        )
+    else:
+        info = machine()
+        print(
+            f"Python {info['python']}, transformers {info['transformers']}, "
+            f"{info['platform']}, {info['cpus']} CPUs"
+        )
+        print()
+        print(table(rows, args.chunk))
+        if any(row["content_by_hand"] for row in rows):
+            by_hand = sorted({row["format"] for row in rows if row["content_by_hand"]})
+            print(
+                f"({', '.join(by_hand)}: the template drops content next to calls; "
+                "the content line is written by hand before the rendered call)"
+            )
+        if stream_missing:
+            print("(n/a: the generated modules have no StreamParser yet)")
+        print()
+        print("acceptance (issue 5):")
+        for check in checks:
+            worst = "n/a" if check["worst"] is None else f"{check['worst']:.2f}"
+            verdict = {True: "met", False: "NOT met", None: "n/a"}[check["met"]]
+            print(
+                f"  {check['what']}: worst {worst}, wanted {check['wanted']}: {verdict}"
+            )
+        for error in errors:
+            print(f"MISREAD {error}")
+
+    if errors:
+        return 1
+    if args.check and not all(check["met"] for check in checks):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
