@@ -8,6 +8,7 @@ Reasoning: none. Content: plain.
 
 __all__ = [
     "parse",
+    "StreamParser",
     "grammar",
     "tool_call_grammar",
     "GBNF",
@@ -117,3 +118,164 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         "reasoning_content": reasoning,
         "tool_calls": [],
     }
+
+
+class _Broken(Exception):
+    """The tool call being read is not well-formed."""
+
+
+def _partial_at(text, marker):
+    """Where a proper prefix of ``marker`` that ends ``text`` starts, or len(text)."""
+    if not marker:
+        return len(text)
+    at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
+    while at >= 0:
+        if marker.startswith(text[at:]):
+            return at
+        at = text.find(marker[0], at + 1)
+    return len(text)
+
+
+def _settled(text, markers):
+    """How much of ``text`` can be sent: all but a tail that may still become one
+    of ``markers`` or an end-of-turn marker, and the whitespace before it."""
+    end = len(text)
+    for marker in markers:
+        end = min(end, _partial_at(text, marker))
+    for stop in STOP:
+        end = min(end, _partial_at(text, stop))
+    kept = text[:end].rstrip()
+    for stop in STOP:
+        if stop and kept.endswith(stop):
+            return len(kept[: len(kept) - len(stop)].rstrip())
+    return len(kept)
+
+
+def _undecided(head, markers):
+    """Whether more text could still make ``head`` start with one of ``markers``."""
+    return any(
+        len(head) < len(marker) and marker.startswith(head) for marker in markers
+    )
+
+
+class StreamParser:
+    """Reads a model's output as it arrives.
+
+    ``feed(chunk)`` returns the deltas (shaped like OpenAI's ``choices[0].delta``)
+    that the text read so far settles; ``finish()`` returns the rest. Merged, they
+    equal ``parse(whole_text)`` for text that fits the format, however it is cut;
+    for text that does not, nothing is lost and nothing raises. Only a tail that
+    may still become a marker is held back.
+    """
+
+    def __init__(self, *, tools=None, enable_thinking=True):
+        self._thinking = bool(enable_thinking)
+        self._types = {}
+        self._pending = ""  # text read but not yet settled
+        self._eof = False
+        self._deltas = []
+        self._started = set()  # the fields that have sent text
+        self._hold_from = None  # deltas from here on are held back
+        self._held = ""  # content that is sent once the calls after it prove real
+        self._opener = 0  # the length of the content's opening marker in it
+        self._reader = self._read()
+
+    def feed(self, chunk):
+        """The deltas that the text read so far settles."""
+        if not isinstance(chunk, str):
+            raise TypeError("feed() takes the model's output as a str")
+        if self._eof:
+            raise ValueError("feed() after finish()")
+        if chunk:
+            self._pending += chunk
+            self._step()
+        return self._take()
+
+    def finish(self):
+        """The remaining deltas, once the output has ended."""
+        if not self._eof:
+            self._eof = True
+            self._pending = _strip_stop(self._pending)
+            self._step()
+        return self._take()
+
+    def _step(self):
+        try:
+            next(self._reader, None)
+        except Exception:  # a reader bug must not lose text: the rest is content
+            self._reader = self._rest_as_content()
+            next(self._reader, None)
+
+    def _rest_as_content(self):
+        while True:
+            self._emit("content", self._pending)
+            self._pending = ""
+            if self._eof:
+                return
+            yield
+
+    def _take(self):
+        if self._hold_from is None:
+            deltas, self._deltas = self._deltas, []
+            return deltas
+        # What may still turn out to be calls stays back.
+        deltas = self._deltas[: self._hold_from]
+        del self._deltas[: self._hold_from]
+        self._hold_from = 0
+        return deltas
+
+    def _emit(self, field, text):
+        if not text:
+            return
+        last = self._deltas[-1] if self._deltas else None
+        if last is not None and list(last) == [field]:
+            last[field] += text
+        else:
+            self._deltas.append({field: text})
+
+    def _send(self, field, text, final=False):
+        """Send content or reasoning as ``parse`` strips it: no leading whitespace,
+        and none at the end once ``final``."""
+        if field not in self._started:
+            text = text.lstrip()
+        if final:
+            text = text.rstrip()
+        if text:
+            self._started.add(field)
+            self._emit(field, text)
+
+    def _read(self):
+        yield from self._read_reasoning()
+        yield from self._read_content()
+
+    def _read_reasoning(self):
+        """This format has no reasoning block."""
+        return
+        yield
+
+    def _open_content(self):
+        """This format writes its content bare."""
+        return 0
+        yield
+
+    def _read_content(self):
+        """The content: all that is left, its markers aside."""
+        opener = yield from self._open_content()
+        self._pending = self._pending[opener:]
+        closing = bool(opener and CONTENT_END)
+        while True:
+            pending = self._pending
+            if closing:
+                end = pending.find(CONTENT_END)
+                if end >= 0:
+                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    closing = False
+                    continue
+            if self._eof:
+                self._send("content", pending, final=True)
+                self._pending = ""
+                return
+            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            self._send("content", pending[:keep])
+            self._pending = pending[keep:]
+            yield

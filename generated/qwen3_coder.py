@@ -8,9 +8,11 @@ Reasoning: none. Content: plain.
 
 import ast
 import json
+import re
 
 __all__ = [
     "parse",
+    "StreamParser",
     "grammar",
     "tool_call_grammar",
     "GBNF",
@@ -192,35 +194,81 @@ def _before(value, literal):
     return value
 
 
-def _value_end(text, at):
-    """The end of the JSON or Python literal starting at ``at``, or -1: one pass over
-    the text, strings skipped with their escapes, brackets counted."""
-    closing = {"{": "}", "[": "]", "(": ")"}
-    depth = []
-    quote = None
-    index = at
-    while index < len(text):
-        char = text[index]
-        if quote:
-            if char == "\\":
+# A string, or what is left of one: characters other than its quote and backslash,
+# and escapes. One match jumps over it, however long.
+_STRING_REST = {
+    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL),
+    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL),
+}
+_NESTED_MARK = re.compile(r"[\"'(){}\[\]]")
+_TOP_MARK = re.compile(r"[\"'(){}\[\],;\s]")
+_CLOSING = {"{": "}", "[": "]", "(": ")"}
+
+
+class _ValueEnd:
+    """Where a JSON (or Python) literal ends, read in one piece or in several:
+    strings skipped with their escapes, brackets counted. Regular expressions jump
+    to the next character that matters, so the cost is a few steps per bracket or
+    string, not per character."""
+
+    def __init__(self):
+        self.depth = []
+        self.quote = None
+        self.escaped = False
+        self.read = 0  # characters read in earlier pieces
+
+    def scan(self, text, at=0, final=True):
+        """The end of the literal in ``text`` (which goes on from earlier pieces),
+        -1 when it is broken, or None when it goes on past ``text``."""
+        depth = self.depth
+        index = at
+        size = len(text)
+        while index < size:
+            if self.quote:
+                if self.escaped:
+                    self.escaped = False
+                    index += 1
+                    continue
+                index = _STRING_REST[self.quote].match(text, index).end()
+                if index == size:
+                    break
+                if text[index] != self.quote:
+                    # a backslash that ends the piece: it escapes what comes next
+                    self.escaped = True
+                    index += 1
+                    continue
+                self.quote = None
                 index += 1
-            elif char == quote:
-                quote = None
+                if not depth:
+                    return index
+                continue
+            found = (_NESTED_MARK if depth else _TOP_MARK).search(text, index)
+            if found is None:
+                index = size
+                break
+            index = found.start()
+            char = text[index]
+            if char in _CLOSING:
+                depth.append(_CLOSING[char])
+            elif char in ")]}":
+                if not depth or depth.pop() != char:
+                    return index if not depth and (index > at or self.read) else -1
                 if not depth:
                     return index + 1
-        elif char in "\"'":
-            quote = char
-        elif char in closing:
-            depth.append(closing[char])
-        elif char in ")]}":
-            if not depth or depth.pop() != char:
-                return index if not depth and index > at else -1
-            if not depth:
-                return index + 1
-        elif not depth and (char.isspace() or char in ",;"):
-            return index if index > at else -1
-        index += 1
-    return index if not depth and not quote and index > at else -1
+            elif char in "\"'":
+                self.quote = char
+            else:  # whitespace or a separator after a bare literal
+                return index if index > at or self.read else -1
+            index += 1
+        self.read += size - at
+        if not final:
+            return None
+        return size if not depth and not self.quote and self.read else -1
+
+
+def _value_end(text, at):
+    """The end of the JSON or Python literal starting at ``at``, or -1."""
+    return _ValueEnd().scan(text, at)
 
 
 def _load(text, literal):
@@ -467,3 +515,539 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         "reasoning_content": reasoning,
         "tool_calls": tool_calls,
     }
+
+
+class _Broken(Exception):
+    """The tool call being read is not well-formed."""
+
+
+def _partial_at(text, marker):
+    """Where a proper prefix of ``marker`` that ends ``text`` starts, or len(text)."""
+    if not marker:
+        return len(text)
+    at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
+    while at >= 0:
+        if marker.startswith(text[at:]):
+            return at
+        at = text.find(marker[0], at + 1)
+    return len(text)
+
+
+def _settled(text, markers):
+    """How much of ``text`` can be sent: all but a tail that may still become one
+    of ``markers`` or an end-of-turn marker, and the whitespace before it."""
+    end = len(text)
+    for marker in markers:
+        end = min(end, _partial_at(text, marker))
+    for stop in STOP:
+        end = min(end, _partial_at(text, stop))
+    kept = text[:end].rstrip()
+    for stop in STOP:
+        if stop and kept.endswith(stop):
+            return len(kept[: len(kept) - len(stop)].rstrip())
+    return len(kept)
+
+
+def _undecided(head, markers):
+    """Whether more text could still make ``head`` start with one of ``markers``."""
+    return any(
+        len(head) < len(marker) and marker.startswith(head) for marker in markers
+    )
+
+
+def _decided(text, literal):
+    """Whether more text could still change what ``_match(text, 0, literal)`` says."""
+    if text.startswith(literal):
+        return True
+    if literal.startswith(text):
+        return False
+    rest = text.lstrip()
+    if not rest:
+        return False
+    core = literal.strip()
+    if rest.startswith(core):
+        tail = rest[len(core) :]
+        trail = literal[len(literal.rstrip()) :]
+        return not (trail and len(tail) < len(trail) and trail.startswith(tail))
+    return not core.startswith(rest)
+
+
+def _maybe_stop(text):
+    """Whether ``text`` may still be just an end-of-turn marker."""
+    text = text.strip()
+    return any(stop.startswith(text) for stop in STOP if stop)
+
+
+def _json_text(text):
+    """``text`` as the inside of a JSON string (escaping is per character, so the
+    pieces of a string can be escaped one by one)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+# A name longer than this is not a name: the reader stops waiting for its end.
+_NAME_LIMIT = 1024
+
+
+def _trim_end(text, markers):
+    """``text`` less the whitespace and end-of-turn markers it ends with."""
+    changed = True
+    while changed:
+        changed = False
+        text = text.rstrip()
+        for marker in markers:
+            if text.endswith(marker):
+                text = text[: len(text) - len(marker)]
+                changed = True
+    return text
+
+
+class StreamParser:
+    """Reads a model's output as it arrives.
+
+    ``feed(chunk)`` returns the deltas (shaped like OpenAI's ``choices[0].delta``)
+    that the text read so far settles; ``finish()`` returns the rest. Merged, they
+    equal ``parse(whole_text)`` for text that fits the format, however it is cut;
+    for text that does not, nothing is lost and nothing raises. Only a tail that
+    may still become a marker is held back.
+    """
+
+    def __init__(self, *, tools=None, enable_thinking=True):
+        self._thinking = bool(enable_thinking)
+        self._types = _schema_types(tools)
+        self._pending = ""  # text read but not yet settled
+        self._eof = False
+        self._deltas = []
+        self._started = set()  # the fields that have sent text
+        self._hold_from = None  # deltas from here on are held back
+        self._held = ""  # content that is sent once the calls after it prove real
+        self._opener = 0  # the length of the content's opening marker in it
+        self._reader = self._read()
+
+    def feed(self, chunk):
+        """The deltas that the text read so far settles."""
+        if not isinstance(chunk, str):
+            raise TypeError("feed() takes the model's output as a str")
+        if self._eof:
+            raise ValueError("feed() after finish()")
+        if chunk:
+            self._pending += chunk
+            self._step()
+        return self._take()
+
+    def finish(self):
+        """The remaining deltas, once the output has ended."""
+        if not self._eof:
+            self._eof = True
+            self._pending = _strip_stop(self._pending)
+            self._step()
+        return self._take()
+
+    def _step(self):
+        try:
+            next(self._reader, None)
+        except Exception:  # a reader bug must not lose text: the rest is content
+            self._reader = self._rest_as_content()
+            next(self._reader, None)
+
+    def _rest_as_content(self):
+        while True:
+            self._emit("content", self._pending)
+            self._pending = ""
+            if self._eof:
+                return
+            yield
+
+    def _take(self):
+        if self._hold_from is None:
+            deltas, self._deltas = self._deltas, []
+            return deltas
+        # What may still turn out to be calls stays back.
+        deltas = self._deltas[: self._hold_from]
+        del self._deltas[: self._hold_from]
+        self._hold_from = 0
+        return deltas
+
+    def _emit(self, field, text):
+        if not text:
+            return
+        last = self._deltas[-1] if self._deltas else None
+        if last is not None and list(last) == [field]:
+            last[field] += text
+        else:
+            self._deltas.append({field: text})
+
+    def _send(self, field, text, final=False):
+        """Send content or reasoning as ``parse`` strips it: no leading whitespace,
+        and none at the end once ``final``."""
+        if field not in self._started:
+            text = text.lstrip()
+        if final:
+            text = text.rstrip()
+        if text:
+            self._started.add(field)
+            self._emit(field, text)
+
+    def _read(self):
+        yield from self._read_reasoning()
+        yield from self._read_content()
+
+    def _read_reasoning(self):
+        """This format has no reasoning block."""
+        return
+        yield
+
+    def _open_content(self):
+        """This format writes its content bare."""
+        return 0
+        yield
+
+    def _read_content(self):
+        """Content up to the tool calls, the calls, then what follows them."""
+        # The opening marker stays pending until sent: a trigger may start with it.
+        opener = yield from self._open_content()
+        closing = bool(opener and CONTENT_END)
+        attempts = 0
+        search = 0  # the trigger is looked for from here on
+        while True:
+            pending = self._pending
+            at = pending.find(TRIGGER, search) if attempts < _ATTEMPTS else -1
+            if closing:
+                # The closer is dropped unless it may be part of a trigger.
+                end = pending.find(CONTENT_END)
+                limit = at if at >= 0 else _partial_at(pending, TRIGGER)
+                if end >= 0 and end + len(CONTENT_END) <= limit:
+                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    closing = False
+                    search = min(search, end)
+                    continue
+            if at >= 0:
+                attempts += 1
+                self._opener = opener
+                search = yield from self._try_calls(at)
+                if search < 0:
+                    break
+                opener = self._opener
+                continue
+            if self._eof:
+                self._send("content", pending[opener:], final=True)
+                self._pending = ""
+                return
+            watch = (TRIGGER,) if attempts < _ATTEMPTS else ()
+            keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+            if keep >= opener:
+                self._send("content", pending[opener:keep])
+                self._pending = pending[keep:]
+                search = max(0, search - keep)
+                opener = 0
+            yield
+        yield from self._read_after()
+
+    def _try_calls(self, at):
+        """Read the calls that the trigger at ``at`` starts: -1 once they are read,
+        else where to look for the next trigger (the text is content again)."""
+        pending = self._pending
+        start = len(pending[:at].rstrip())
+        # The content before the calls is sent once they prove well-formed.
+        self._held = pending[:start]
+        self._pending = pending[start:]
+        self._raw = []
+        try:
+            yield from self._read_calls()
+        except _Broken:
+            held = self._held
+            self._held = ""
+            self._pending = held + "".join(self._raw) + self._pending
+            return len(held) + at - start + len(TRIGGER)
+        self._commit()
+        return -1
+
+    def _commit(self):
+        """The calls are real: the content before them is final."""
+        if self._held:
+            text = self._held[self._opener :]
+            self._send("content", _strip_stop(text), final=True)
+        self._held = ""
+        self._opener = 0
+
+    def _consume(self, size):
+        self._raw.append(self._pending[:size])
+        self._pending = self._pending[size:]
+
+    def _rewind(self, mark):
+        """Put what was read since ``mark`` back in front of the pending text."""
+        self._pending = "".join(self._raw[mark:]) + self._pending
+        del self._raw[mark:]
+
+    def _peek(self, literal):
+        """Whether ``literal`` comes next (as ``_match`` reads it)."""
+        while not self._eof and not _decided(self._pending, literal):
+            yield
+        return _match(self._pending, 0, literal) >= 0
+
+    def _literal(self, literal):
+        """Read ``literal``: False, with nothing read, when it is not next."""
+        while not self._eof and not _decided(self._pending, literal):
+            yield
+        end = _match(self._pending, 0, literal)
+        if end < 0:
+            return False
+        self._consume(end)
+        return True
+
+    def _closer(self, literal):
+        """Read a closing ``literal``; the end of the output closes too."""
+        if (yield from self._literal(literal)):
+            return
+        while not self._eof and _maybe_stop(self._pending):
+            yield
+        if not (self._eof and not self._pending.strip()):
+            raise _Broken
+        self._consume(len(self._pending))
+
+    def _skip_space(self):
+        while True:
+            stripped = self._pending.lstrip()
+            self._consume(len(self._pending) - len(stripped))
+            if stripped or self._eof:
+                return
+            yield
+
+    def _upto(self, core, limit=None):
+        """Where ``core`` next starts in the pending text, waiting for it; -1 when
+        the output ends, or ``limit`` characters pass, without it."""
+        at = 0
+        while True:
+            found = self._pending.find(core, at)
+            if found >= 0:
+                return found
+            if self._eof or (limit and len(self._pending) > limit):
+                return -1
+            at = max(0, len(self._pending) - len(core) + 1)
+            yield
+
+    def _name_end(self, core):
+        """Where ``core`` ends a name in the pending text; -1 as soon as the text
+        before it can no longer be a name."""
+        at = 0
+        while True:
+            found = self._pending.find(core, at)
+            if found >= 0:
+                return found
+            sure = self._pending[: _partial_at(self._pending, core)]
+            if self._eof or len(sure) > _NAME_LIMIT or len(sure.split()) > 1:
+                return -1
+            at = max(0, len(self._pending) - len(core) + 1)
+            yield
+
+    def _name_before(self, literal):
+        """A name (or id) written up to ``literal``."""
+        yield from self._skip_space()
+        end = yield from self._name_end(literal.strip())
+        if end < 0:
+            raise _Broken
+        name = self._pending[:end].strip()
+        if not _good_name(name):
+            raise _Broken
+        self._consume(end)
+        yield from self._literal(literal)
+        return name
+
+    def _open_call(self, index, name, call_id):
+        self._commit()
+        self._deltas.append(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            }
+        )
+
+    def _arguments_text(self, index, text):
+        if not text:
+            return
+        last = self._deltas[-1] if self._deltas else None
+        if last is not None and list(last) == ["tool_calls"]:
+            (call,) = last["tool_calls"]
+            if call["index"] == index:
+                call["function"]["arguments"] += text
+                return
+        self._deltas.append(
+            {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
+        )
+
+    def _read_calls(self):
+        """The calls from here on; raises _Broken when the first is not
+        well-formed."""
+        if SECTION_START and not (yield from self._literal(SECTION_START)):
+            raise _Broken
+        index = 0
+        while True:
+            mark = len(self._raw)
+            try:
+                if index and not (yield from self._literal(CALL_SEPARATOR)):
+                    break
+                yield from self._read_call(index)
+            except _Broken:
+                if not index:
+                    raise
+                # Not another call: what was read belongs to the text after them.
+                self._rewind(mark)
+                break
+            index += 1
+        if SECTION_END:
+            yield from self._closer(SECTION_END)
+        for marker in END_AFTER_CALLS:
+            if (yield from self._literal(marker)):
+                break
+
+    def _read_after(self):
+        """Text after the calls is content too, end-of-turn markers aside."""
+        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+        while True:
+            head = self._pending.lstrip()
+            for marker in markers:
+                if head.startswith(marker):
+                    self._pending = head[len(marker) :]
+                    break
+            else:
+                if self._eof or (head and not _undecided(head, markers)):
+                    break
+                yield
+        self._pending = self._pending.lstrip()
+        first = True
+        while True:
+            pending = self._pending
+            end = len(pending)
+            if not self._eof:
+                for marker in markers:
+                    end = min(end, _partial_at(pending, marker))
+            kept = _trim_end(pending[:end], markers)
+            if first and kept and "content" in self._started:
+                self._emit("content", "\n")
+            if kept:
+                first = False
+                self._started.add("content")
+                self._emit("content", kept)
+            self._pending = pending[len(kept) :]
+            if self._eof:
+                return
+            yield
+
+    def _read_call(self, index):
+        """One call, its parts in the order the format writes them."""
+        if not (yield from self._literal(CALL_START)):
+            raise _Broken
+        name = call_id = None
+        name = yield from self._name_before(AFTER_PART_0)
+        self._open_call(index, name, call_id)
+        yield from self._tagged_arguments(index, name, AFTER_PART_1)
+        yield from self._closer(AFTER_PART_1)
+
+    def _word(self):
+        """A name written with nothing after it but the next marker."""
+        yield from self._skip_space()
+        while True:
+            text = self._pending
+            end = 0
+            while end < len(text) and (text[end].isalnum() or text[end] in "_-.:"):
+                end += 1
+            if end < len(text) or self._eof or end > _NAME_LIMIT:
+                break
+            yield
+        if not _good_name(text[:end]):
+            raise _Broken
+        self._consume(end)
+        return text[:end]
+
+    def _index(self, literal):
+        """A call's index (0, 1, ...): read, not kept."""
+        yield from self._skip_space()
+        while True:
+            text = self._pending
+            end = 0
+            while end < len(text) and text[end].isdigit():
+                end += 1
+            if end < len(text) or self._eof or end > _NAME_LIMIT:
+                break
+            yield
+        if not end:
+            raise _Broken
+        self._consume(end)
+        if not (yield from self._literal(literal)):
+            raise _Broken
+
+    def _tagged_arguments(self, index, name, stop):
+        """Key/value units up to ``stop`` or the first text that does not start
+        one, sent as JSON as they are read."""
+        types = self._types.get(name, {})
+        count = 0
+        while True:
+            mark = len(self._raw)
+            if stop.strip() and (yield from self._peek(stop)):
+                break
+            if count and not (yield from self._literal(ARG_SEPARATOR)):
+                break
+            if not (yield from self._literal(ARG_KEY_PREFIX)):
+                self._rewind(mark)
+                break
+            key = yield from self._key()
+            if key is None:
+                self._rewind(mark)
+                break
+            kind = types.get(key)
+            opening = "{" if not count else ", "
+            self._arguments_text(
+                index, opening + json.dumps(key, ensure_ascii=False) + ": "
+            )
+            yield from self._suffixed_value(index, ARG_VALUE_SUFFIX, kind)
+            count += 1
+        self._arguments_text(index, "}" if count else "{}")
+
+    def _key(self):
+        """An argument's name, written up to its closing text; None if it is not
+        one."""
+        end = yield from self._name_end(ARG_KEY_END.strip())
+        key = self._pending[:end].strip() if end >= 0 else ""
+        if not _good_name(key):
+            return None
+        self._consume(end)
+        yield from self._literal(ARG_KEY_END)
+        return key
+
+    def _suffixed_value(self, index, suffix, kind):
+        """A value written up to ``suffix``: a string is sent as it arrives, any
+        other value once it is whole."""
+        core = suffix.strip()
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        streaming = kind == "string"
+        if streaming:
+            self._arguments_text(index, '"')
+        pieces = []
+        while True:
+            pending = self._pending
+            end = pending.find(core)
+            if end >= 0:
+                break
+            if self._eof:
+                raise _Broken
+            keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
+            piece = pending[:keep]
+            self._consume(keep)
+            if streaming:
+                self._arguments_text(index, _json_text(piece))
+            else:
+                pieces.append(piece)
+            yield
+        last = _before(pending[:end], suffix)
+        self._consume(end)
+        yield from self._literal(suffix)
+        if streaming:
+            self._arguments_text(index, _json_text(last) + '"')
+        else:
+            value = _typed("".join(pieces) + last, kind, LITERAL)
+            self._arguments_text(index, json.dumps(value, ensure_ascii=False))

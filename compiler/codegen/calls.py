@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 
-HELPERS = '''
+_HELPERS_TEXT = '''
 
 def _skip_space(text, at):
     while at < len(text) and text[at].isspace():
@@ -50,35 +50,7 @@ def _before(value, literal):
     return value
 
 
-def _value_end(text, at):
-    """The end of the JSON or Python literal starting at ``at``, or -1: one pass over
-    the text, strings skipped with their escapes, brackets counted."""
-    closing = {"{": "}", "[": "]", "(": ")"}
-    depth = []
-    quote = None
-    index = at
-    while index < len(text):
-        char = text[index]
-        if quote:
-            if char == "\\\\":
-                index += 1
-            elif char == quote:
-                quote = None
-                if not depth:
-                    return index + 1
-        elif char in "\\"'":
-            quote = char
-        elif char in closing:
-            depth.append(closing[char])
-        elif char in ")]}":
-            if not depth or depth.pop() != char:
-                return index if not depth and index > at else -1
-            if not depth:
-                return index + 1
-        elif not depth and (char.isspace() or char in ",;"):
-            return index if index > at else -1
-        index += 1
-    return index if not depth and not quote and index > at else -1
+%(value_end)s
 
 
 def _load(text, literal):
@@ -136,6 +108,87 @@ def _read_object(text, at):
         return None
     return (value, at, end) if isinstance(value, dict) else None
 '''
+
+
+_VALUE_END = r'''
+# A string, or what is left of one: characters other than its quote and backslash,
+# and escapes. One match jumps over it, however long.
+_STRING_REST = {
+    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL),
+    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL),
+}
+_NESTED_MARK = re.compile(r"[\"'(){}\[\]]")
+_TOP_MARK = re.compile(r"[\"'(){}\[\],;\s]")
+_CLOSING = {"{": "}", "[": "]", "(": ")"}
+
+
+class _ValueEnd:
+    """Where a JSON (or Python) literal ends, read in one piece or in several:
+    strings skipped with their escapes, brackets counted. Regular expressions jump
+    to the next character that matters, so the cost is a few steps per bracket or
+    string, not per character."""
+
+    def __init__(self):
+        self.depth = []
+        self.quote = None
+        self.escaped = False
+        self.read = 0  # characters read in earlier pieces
+
+    def scan(self, text, at=0, final=True):
+        """The end of the literal in ``text`` (which goes on from earlier pieces),
+        -1 when it is broken, or None when it goes on past ``text``."""
+        depth = self.depth
+        index = at
+        size = len(text)
+        while index < size:
+            if self.quote:
+                if self.escaped:
+                    self.escaped = False
+                    index += 1
+                    continue
+                index = _STRING_REST[self.quote].match(text, index).end()
+                if index == size:
+                    break
+                if text[index] != self.quote:
+                    # a backslash that ends the piece: it escapes what comes next
+                    self.escaped = True
+                    index += 1
+                    continue
+                self.quote = None
+                index += 1
+                if not depth:
+                    return index
+                continue
+            found = (_NESTED_MARK if depth else _TOP_MARK).search(text, index)
+            if found is None:
+                index = size
+                break
+            index = found.start()
+            char = text[index]
+            if char in _CLOSING:
+                depth.append(_CLOSING[char])
+            elif char in ")]}":
+                if not depth or depth.pop() != char:
+                    return index if not depth and (index > at or self.read) else -1
+                if not depth:
+                    return index + 1
+            elif char in "\"'":
+                self.quote = char
+            else:  # whitespace or a separator after a bare literal
+                return index if index > at or self.read else -1
+            index += 1
+        self.read += size - at
+        if not final:
+            return None
+        return size if not depth and not self.quote and self.read else -1
+
+
+def _value_end(text, at):
+    """The end of the JSON or Python literal starting at ``at``, or -1."""
+    return _ValueEnd().scan(text, at)
+'''
+
+HELPERS = _HELPERS_TEXT % {'value_end': _VALUE_END}
 
 
 def _const(name: str, value) -> str:

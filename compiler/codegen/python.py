@@ -11,7 +11,7 @@ import textwrap
 
 import black
 
-from . import calls, gbnf
+from . import calls, gbnf, stream
 
 _MODE = black.Mode(line_length=88, target_versions={black.TargetVersion.PY311})
 
@@ -245,8 +245,8 @@ def generate(slug: str, spec: dict) -> str:
     parts = [
         _module_doc(slug, spec),
         "\n",
-        "import ast\nimport json\n\n" if spec["tools"]["format"] != "none" else "",
-        "__all__ = ['parse', 'grammar', 'tool_call_grammar', 'GBNF', 'GBNF_TOOLS', "
+        "import ast\nimport json\nimport re\n\n" if spec["tools"]["format"] != "none" else "",
+        "__all__ = ['parse', 'StreamParser', 'grammar', 'tool_call_grammar', 'GBNF', 'GBNF_TOOLS', "
         "'TRIGGERS', 'PRESERVED_TOKENS', 'STOP', 'SPEC']\n\n",
         "# The resolved spec this module was generated from.\n",
         _const("SPEC", spec),
@@ -270,4 +270,5 @@ def generate(slug: str, spec: dict) -> str:
         parts.append(_PARSE_PLAIN)
     else:
         parts += ["\n", calls.constants(tools), calls.reader(tools), _PARSE_WITH_CALLS]
+    parts.append(stream.generate(spec))
     return black.format_str("".join(parts), mode=_MODE)

@@ -1,0 +1,223 @@
+"""The generated StreamParser (DESIGN.md, "A generated module").
+
+The templates are the oracle twice over: the round-trip texts they render are cut
+into chunks of every size, and the merged deltas must equal what ``parse`` reads
+from the whole text. Malformed outputs (the rendered texts mutated) must never make
+the stream raise or lose text.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import random
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import roundtrip as rt
+from tests.test_roundtrip import KNOWN_FAILURES
+
+CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.ALL_KINDS]
+
+
+def merge(deltas: list[dict]) -> dict:
+    """The message a client builds from the deltas."""
+    message = {"role": "assistant", "content": "", "reasoning_content": None, "tool_calls": []}
+    for delta in deltas:
+        if "content" in delta:
+            message["content"] += delta["content"]
+        if "reasoning_content" in delta:
+            message["reasoning_content"] = (message["reasoning_content"] or "") + delta[
+                "reasoning_content"
+            ]
+        for part in delta.get("tool_calls", ()):
+            calls = message["tool_calls"]
+            assert part["index"] <= len(calls), "a call index skipped"
+            if part["index"] == len(calls):
+                assert "name" in part["function"], "a call's first delta has no name"
+                calls.append(
+                    {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
+                )
+            call = calls[part["index"]]
+            if "id" in part:
+                call["id"] = part["id"]
+            if "name" in part["function"]:
+                call["function"]["name"] = part["function"]["name"]
+            call["function"]["arguments"] += part["function"].get("arguments", "")
+    return message
+
+
+def stream(module, text: str, cuts, **options) -> tuple[list[dict], list[dict]]:
+    """(deltas from feed, deltas from finish) for ``text`` cut at ``cuts``."""
+    parser = module.StreamParser(**options)
+    fed = []
+    at = 0
+    for cut in list(cuts) + [len(text)]:
+        fed += parser.feed(text[at:cut])
+        at = cut
+    return fed, parser.finish()
+
+
+def chunkings(text: str, seed: str):
+    size = len(text)
+    yield "1-char", range(1, size)
+    yield "5-char", range(5, size, 5)
+    rng = random.Random(seed)
+    yield "random", sorted(rng.sample(range(1, size), min(size - 1, rng.randint(1, 12)))) if size > 1 else []
+
+
+def _case(slug, kind):
+    case = rt.make_case(slug, kind)
+    if case is None:
+        pytest.skip("the template cannot express this case")
+    if (slug, kind.name) in KNOWN_FAILURES:
+        pytest.skip("parse itself misreads it (KNOWN_FAILURES)")
+    return case
+
+
+@pytest.mark.parametrize("slug,kind", CASES, ids=[f"{s}-{k.name}" for s, k in CASES])
+def test_stream_equals_parse(slug, kind):
+    case = _case(slug, kind)
+    module = rt.module(slug)
+    options = {"tools": case.tools, "enable_thinking": kind.enable_thinking}
+    whole = module.parse(case.text, **options)
+    for name, cuts in chunkings(case.text, f"{slug}-{kind.name}"):
+        fed, finished = stream(module, case.text, cuts, **options)
+        assert merge(fed + finished) == whole, name
+
+
+def _markers(spec: dict) -> list[str]:
+    """Every literal the format writes (the strings the stream may hold back)."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for section in ("reasoning", "content", "tools", "end_of_turn", "grammar"):
+        walk(spec.get(section))
+    return [marker for marker in found if marker]
+
+
+def _is_bare(module) -> bool:
+    return module.SPEC["tools"]["format"] != "none" and not module.TRIGGERS
+
+
+@pytest.mark.parametrize("slug,kind", CASES, ids=[f"{s}-{k.name}" for s, k in CASES])
+def test_stream_is_incremental(slug, kind):
+    """Before finish() all is sent but a tail that may still be a marker."""
+    case = _case(slug, kind)
+    module = rt.module(slug)
+    if _is_bare(module) and kind.calls:
+        pytest.skip("no marker starts a call: the stream may hold it back")
+    fed, finished = stream(
+        module, case.text, range(1, len(case.text)),
+        tools=case.tools, enable_thinking=kind.enable_thinking,
+    )  # fmt: skip
+    longest = max(map(len, _markers(module.SPEC)), default=0)
+    early, whole = merge(fed), merge(fed + finished)
+    assert len(early["tool_calls"]) == len(whole["tool_calls"]), "a call sent only at finish()"
+    late = len(whole["content"]) - len(early["content"])
+    late += len(whole["reasoning_content"] or "") - len(early["reasoning_content"] or "")
+    for before, after in zip(early["tool_calls"], whole["tool_calls"]):
+        late += len(after["function"]["arguments"]) - len(before["function"]["arguments"])
+    assert late <= longest, f"finish() sent {late} characters"
+
+
+def test_feed_rejects_what_is_not_text():
+    module = rt.module(rt.slugs()[0])
+    parser = module.StreamParser()
+    with pytest.raises(TypeError):
+        parser.feed(b"bytes")
+    parser.finish()
+    with pytest.raises(ValueError):
+        parser.feed("more")
+
+
+# ---------------------------------------------------------------------------
+# malformed outputs
+
+TOOL_SLUGS = [slug for slug in rt.slugs() if rt.load_spec(slug)["tools"]["format"] != "none"]
+_WORDS = re.compile(r"(?i)\b(?:none|true|false|null)\b")
+
+
+def _letters(text: str) -> str:
+    """The letters and digits of ``text``, in order (python literals aside: a
+    tagged value ``None`` is sent as JSON ``null``)."""
+    return "".join(char for char in _WORDS.sub(" ", text).lower() if char.isalnum())
+
+
+def _covered(needle: str, haystack: str) -> bool:
+    """Whether every character of ``needle`` is in ``haystack`` as many times."""
+    return not collections.Counter(needle) - collections.Counter(haystack)
+
+
+@functools.lru_cache(maxsize=None)
+def _base_texts(slug: str) -> tuple[str, ...]:
+    texts = []
+    for kind in rt.ALL_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is not None:
+            texts.append(case.text)
+    return tuple(texts)
+
+
+def _sent(message: dict) -> str:
+    """The letters and digits a message carries, wherever they are in it."""
+    text = message["content"] + (message["reasoning_content"] or "")
+    for call in message["tool_calls"]:
+        function = call["function"]
+        text += " ".join(["", function["name"] or "", function["arguments"], call["id"] or ""])
+    return _letters(text)
+
+
+@st.composite
+def malformed(draw):
+    slug = draw(st.sampled_from(TOOL_SLUGS))
+    module = rt.module(slug)
+    texts = _base_texts(slug)
+    text = draw(st.sampled_from(texts)) if texts else ""
+    pieces = [marker for marker in _markers(module.SPEC) if len(marker) < 40]
+    noise = st.one_of(
+        st.text(alphabet="{}[]\"':,<>/=| \n\tab1", max_size=6),
+        st.sampled_from(pieces or ["<"]),
+    )
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "cut"]))
+        if action == "insert":
+            text = text[:at] + draw(noise) + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 8)) :]
+        else:
+            text = text[:at]
+    seed = draw(st.integers(0, 2**16))
+    return slug, text, seed
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(malformed(), st.booleans())
+def test_malformed_output_never_raises_or_loses_text(drawn, thinking):
+    slug, text, seed = drawn
+    module = rt.module(slug)
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, 20))) if len(text) > 1 else []
+    fed, finished = stream(module, text, cuts, enable_thinking=thinking)
+    message = merge(fed + finished)
+    # Nothing that parse keeps of the text is lost on the way.
+    assert _covered(_sent(module.parse(text, enable_thinking=thinking)), _sent(message))
+    try:
+        strict = module.parse(text, enable_thinking=thinking, strict=True)
+    except ValueError:
+        return
+    # Text that fits the format: the stream reads it as parse does.
+    assert message == strict
