@@ -80,9 +80,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -251,23 +256,7 @@ _CONTENT_PLAIN = r'''
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
-        while True:
-            pending = self._pending
-            if closing:
-                end = pending.find(CONTENT_END)
-                if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
-                    closing = False
-                    continue
-            if self._eof:
-                self._send("content", pending, final=True)
-                self._pending = ""
-                return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
-            self._send("content", pending[:keep])
-            self._pending = pending[keep:]
-            yield
+        yield from self._read_plain(bool(opener and CONTENT_END))
 '''
 
 _CONTENT_WITH_TRIGGER = r'''
@@ -493,7 +482,7 @@ _CALLS = r'''
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
@@ -796,6 +785,9 @@ _SUFFIXED_VALUE = r'''
         other value once it is whole."""
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        # What may end the value: the suffix, less or with the whitespace it opens with.
+        firsts = {core[0], (lead + core)[0]}
+        reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -807,7 +799,11 @@ _SUFFIXED_VALUE = r'''
                 break
             if self._eof:
                 raise _Broken
-            keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
+            tail = pending[max(0, len(pending) - reach) :]
+            if any(first in tail for first in firsts):
+                keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
+            else:
+                keep = len(pending)
             piece = pending[:keep]
             self._consume(keep)
             if streaming:
@@ -881,7 +877,7 @@ def generate(spec: dict) -> str:
     wrapped = content["mode"] != "plain" and content.get("start")
     parts.append(_OPEN_CONTENT if wrapped else _NO_OPEN_CONTENT)
     if not has_calls:
-        parts.append(_CONTENT_PLAIN)
+        parts += [_CONTENT_PLAIN, _READ_PLAIN_CONTENT]
         return "".join(parts)
     from .calls import trigger
 
