@@ -28,7 +28,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Apriel-1.6-15b-Thinker-fixed.jinja",
+        "path": "/work/main/templates/Apriel-1.6-15b-Thinker-fixed.jinja",
         "sha256": "2f5ce4b3c1e0ab30fc5f204a151aba5ee584615b0aa641afc2d58bcccfe33bdb",
     },
     "render_inputs": {
@@ -636,9 +636,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -942,7 +947,7 @@ class StreamParser:
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text

@@ -28,7 +28,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+        "path": "/work/main/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
         "sha256": "cc60b553279347d83df761f5dc55b4b2fb66bc1fa9a33e219911c13c11552fac",
     },
     "render_inputs": {
@@ -715,9 +715,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -1035,7 +1040,7 @@ class StreamParser:
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text

@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+        "path": "/work/main/templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
         "sha256": "dd2675619a64a449cdcdd2b93e605a0a50764cee41e344f244752bc93643936c",
     },
     "render_inputs": {
@@ -345,7 +345,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

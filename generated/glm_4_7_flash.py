@@ -28,7 +28,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/GLM-4.7-Flash.jinja",
+        "path": "/work/main/templates/GLM-4.7-Flash.jinja",
         "sha256": "d63ad536c3c81880043e22ec7fd08db42b4d8fb7c89c7138bc562bfa25281375",
     },
     "render_inputs": {
@@ -640,9 +640,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -957,7 +962,7 @@ class StreamParser:
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
@@ -1110,6 +1115,9 @@ class StreamParser:
         other value once it is whole."""
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        # What may end the value: the suffix, less or with the whitespace it opens with.
+        firsts = {core[0], (lead + core)[0]}
+        reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -1121,7 +1129,13 @@ class StreamParser:
                 break
             if self._eof:
                 raise _Broken
-            keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
+            tail = pending[max(0, len(pending) - reach) :]
+            if any(first in tail for first in firsts):
+                keep = min(
+                    _partial_at(pending, lead + core), _partial_at(pending, core)
+                )
+            else:
+                keep = len(pending)
             piece = pending[:keep]
             self._consume(keep)
             if streaming:

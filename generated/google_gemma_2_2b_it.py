@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/google-gemma-2-2b-it.jinja",
+        "path": "/work/main/templates/google-gemma-2-2b-it.jinja",
         "sha256": "ecd6ae513fe103f0eb62e8ab5bfa8d0fe45c1074fa398b089c93a7e70c15cfd6",
     },
     "render_inputs": {
@@ -266,7 +266,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/HuggingFaceTB-SmolLM3-3B.jinja",
+        "path": "/work/main/templates/HuggingFaceTB-SmolLM3-3B.jinja",
         "sha256": "19eacf64569032f07644ea92c8e2a87af06ee7008147557302c31e474912ca97",
     },
     "render_inputs": {
@@ -266,7 +266,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

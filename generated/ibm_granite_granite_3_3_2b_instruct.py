@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/ibm-granite-granite-3.3-2B-Instruct.jinja",
+        "path": "/work/main/templates/ibm-granite-granite-3.3-2B-Instruct.jinja",
         "sha256": "3c71df5f659987462c882bf9e295b597dc19902467a7312ea382c5896681bc02",
     },
     "render_inputs": {
@@ -271,7 +271,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/LFM2-8B-A1B.jinja",
+        "path": "/work/main/templates/LFM2-8B-A1B.jinja",
         "sha256": "2294f49b51a0b9a1b0194add3f124237b5bd986599f43180eec49bba4de01365",
     },
     "render_inputs": {
@@ -262,7 +262,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

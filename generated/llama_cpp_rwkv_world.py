@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/llama-cpp-rwkv-world.jinja",
+        "path": "/work/main/templates/llama-cpp-rwkv-world.jinja",
         "sha256": "e70723034f0928096207d99b2ec4678950361f290f5341c017d957f88b196935",
     },
     "render_inputs": {
@@ -342,7 +342,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

@@ -28,7 +28,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/meta-llama-Llama-3.3-70B-Instruct.jinja",
+        "path": "/work/main/templates/meta-llama-Llama-3.3-70B-Instruct.jinja",
         "sha256": "e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65",
     },
     "render_inputs": {
@@ -503,9 +503,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -782,7 +787,7 @@ class StreamParser:
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text

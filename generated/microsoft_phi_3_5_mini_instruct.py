@@ -24,7 +24,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/microsoft-Phi-3.5-mini-instruct.jinja",
+        "path": "/work/main/templates/microsoft-Phi-3.5-mini-instruct.jinja",
         "sha256": "78d976a442bcde2f0be15aafbb8e3050e1104f86732266f68403251b89982a90",
     },
     "render_inputs": {
@@ -262,7 +262,10 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = yield from self._open_content()
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        yield from self._read_plain(bool(opener and CONTENT_END))
+
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
         while True:
             pending = self._pending
             if closing:

@@ -28,7 +28,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/MiniMax-M3.jinja",
+        "path": "/work/main/templates/MiniMax-M3.jinja",
         "sha256": "11421244f67553498e5c8112dae02802025bcc4305ec45ad380af95c96f9fe64",
     },
     "render_inputs": {
@@ -660,9 +660,14 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
 def _json_text(text):
     """``text`` as the inside of a JSON string (escaping is per character, so the
     pieces of a string can be escaped one by one)."""
+    if not _ESCAPED.search(text):
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
@@ -977,7 +982,7 @@ class StreamParser:
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == ["tool_calls"]:
+        if last is not None and "tool_calls" in last:
             (call,) = last["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
@@ -1132,6 +1137,9 @@ class StreamParser:
         other value once it is whole."""
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        # What may end the value: the suffix, less or with the whitespace it opens with.
+        firsts = {core[0], (lead + core)[0]}
+        reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -1143,7 +1151,13 @@ class StreamParser:
                 break
             if self._eof:
                 raise _Broken
-            keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
+            tail = pending[max(0, len(pending) - reach) :]
+            if any(first in tail for first in firsts):
+                keep = min(
+                    _partial_at(pending, lead + core), _partial_at(pending, core)
+                )
+            else:
+                keep = len(pending)
             piece = pending[:keep]
             self._consume(keep)
             if streaming:
