@@ -114,9 +114,93 @@ PRESERVED_TOKENS = [
     "</seed:tool_call>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "<seed:think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<seed:eos>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<seed:eos>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "s" content-body-2-2* ( "e" ( "e" ( "d" ( ":" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "s" content-body-2-2* "eed:tool_call>" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "\\n" ( "<" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-16 ::= "\\n<function="\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<s] | "s" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "s" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^<e] | "e" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "e" content-body-3-1\n'
+    'content-body-2-2 ::= "eed:tool_call>\\n<" [s]\n'
+    'content-body-3-0 ::= [^<e] | "e" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "e" content-body-4-1\n'
+    'content-body-4-0 ::= [^<d] | "d" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "d" content-body-5-1\n'
+    'content-body-5-0 ::= [^:<] | ":" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | ":" content-body-6-1\n'
+    'content-body-6-0 ::= [^<t] | "t" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "t" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<o] | "o" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "o" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<_] | "_" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "_" content-body-11-1\n'
+    'content-body-11-0 ::= [^<c] | "c" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "c" content-body-12-1\n'
+    'content-body-12-0 ::= [^<a] | "a" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "a" content-body-13-1\n'
+    'content-body-13-0 ::= [^<l] | "l" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "l" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<>] | ">" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | ">" content-body-16-1\n'
+    'content-body-16-0 ::= [^\\n<] | "\\n" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "\\n<" content-body-18-1\n'
+    'content-body-17-0 ::= [^<] | "<" content-body-18-0\n'
+    'content-body-18-0 ::= [^<fs] | "f" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "f" content-body-19-1\n'
+    'content-body-19-0 ::= [^<u] | "u" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "u" content-body-20-1\n'
+    'content-body-20-0 ::= [^<n] | "n" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "n" content-body-21-1\n'
+    'content-body-21-0 ::= [^<c] | "c" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "c" content-body-22-1\n'
+    'content-body-22-0 ::= [^<t] | "t" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "t" content-body-23-1\n'
+    'content-body-23-0 ::= [^<i] | "i" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "i" content-body-24-1\n'
+    'content-body-24-0 ::= [^<o] | "o" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | "o" content-body-25-1\n'
+    'content-body-25-0 ::= [^<n] | "n" [^<=]\n'
+    'content-body-25-1 ::= [<] | "n" [<]\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    "argument-key ::= [^\\x00- <>\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/parameter>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "m" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<e] | "e" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "e" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<t] | "t" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "t" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<e] | "e" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" argument-value-closed ws\n'
+    'call-next ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>"\n'
+    'calls-more ::= call-next* ( ws "<seed:eos>" )* end\n'
+    'calls-rest ::= ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "s" ( "e" ( "e" ( "d" ( ":" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/seed:think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -142,11 +226,97 @@ _GRAMMAR_THINKING = (
     'reasoning-body-10-1 ::= [<] | "n" reasoning-body-11-1\n'
     'reasoning-body-11-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-11-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<seed:think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<seed:think>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<seed:think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<seed:eos>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<seed:eos>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "s" content-body-2-2* ( "e" ( "e" ( "d" ( ":" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "s" content-body-2-2* "eed:tool_call>" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "\\n" ( "<" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-16 ::= "\\n<function="\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<s] | "s" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "s" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^<e] | "e" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "e" content-body-3-1\n'
+    'content-body-2-2 ::= "eed:tool_call>\\n<" [s]\n'
+    'content-body-3-0 ::= [^<e] | "e" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "e" content-body-4-1\n'
+    'content-body-4-0 ::= [^<d] | "d" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "d" content-body-5-1\n'
+    'content-body-5-0 ::= [^:<] | ":" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | ":" content-body-6-1\n'
+    'content-body-6-0 ::= [^<t] | "t" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "t" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<o] | "o" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "o" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<_] | "_" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "_" content-body-11-1\n'
+    'content-body-11-0 ::= [^<c] | "c" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "c" content-body-12-1\n'
+    'content-body-12-0 ::= [^<a] | "a" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "a" content-body-13-1\n'
+    'content-body-13-0 ::= [^<l] | "l" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "l" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<>] | ">" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | ">" content-body-16-1\n'
+    'content-body-16-0 ::= [^\\n<] | "\\n" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "\\n<" content-body-18-1\n'
+    'content-body-17-0 ::= [^<] | "<" content-body-18-0\n'
+    'content-body-18-0 ::= [^<fs] | "f" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "f" content-body-19-1\n'
+    'content-body-19-0 ::= [^<u] | "u" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "u" content-body-20-1\n'
+    'content-body-20-0 ::= [^<n] | "n" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "n" content-body-21-1\n'
+    'content-body-21-0 ::= [^<c] | "c" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "c" content-body-22-1\n'
+    'content-body-22-0 ::= [^<t] | "t" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "t" content-body-23-1\n'
+    'content-body-23-0 ::= [^<i] | "i" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "i" content-body-24-1\n'
+    'content-body-24-0 ::= [^<o] | "o" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | "o" content-body-25-1\n'
+    'content-body-25-0 ::= [^<n] | "n" [^<=]\n'
+    'content-body-25-1 ::= [<] | "n" [<]\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    "argument-key ::= [^\\x00- <>\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/parameter>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "m" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<e] | "e" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "e" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<t] | "t" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "t" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<e] | "e" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" argument-value-closed ws\n'
+    'call-next ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>"\n'
+    'calls-more ::= call-next* ( ws "<seed:eos>" )* end\n'
+    'calls-rest ::= ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "s" ( "e" ( "e" ( "d" ( ":" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/seed:think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -172,10 +342,90 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-10-1 ::= [<] | "n" reasoning-body-11-1\n'
     'reasoning-body-11-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-11-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<seed:think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<seed:think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<seed:eos>" ws )?\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    "argument-key ::= [^\\x00- <>\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/parameter>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "m" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<e] | "e" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "e" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<t] | "t" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "t" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<e] | "e" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" argument-value-closed ws\n'
+    'call-next ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>"\n'
+    'calls-more ::= call-next* ( ws "<seed:eos>" )* end\n'
+    'calls-root ::= "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws argument* ws "</function>\\n</seed:tool_call>" calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<seed:think>"
 REASONING_END = "</seed:think>"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -216,16 +466,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -106,41 +106,110 @@ PRESERVED_TOKENS = [
     "<|END_ACTION|>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "<|START_THINKING|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? | "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|END_RESPONSE|>"\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|START_ACTION|>" content-trig-from-16\n'
+    'content-trig-from-16 ::= "["\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
     'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
     'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
-    'content-body-2-0 ::= [^<E] | "E" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "E" content-body-3-1\n'
-    'content-body-3-0 ::= [^<N] | "N" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "N" content-body-4-1\n'
-    'content-body-4-0 ::= [^<D] | "D" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "D" content-body-5-1\n'
-    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
-    'content-body-6-0 ::= [^<R] | "R" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "R" content-body-7-1\n'
-    'content-body-7-0 ::= [^<E] | "E" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "E" content-body-8-1\n'
-    'content-body-8-0 ::= [^<S] | "S" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "S" content-body-9-1\n'
-    'content-body-9-0 ::= [^<P] | "P" content-body-10-0\n'
-    'content-body-9-1 ::= [<] | "P" content-body-10-1\n'
-    'content-body-10-0 ::= [^<O] | "O" content-body-11-0\n'
-    'content-body-10-1 ::= [<] | "O" content-body-11-1\n'
-    'content-body-11-0 ::= [^<N] | "N" content-body-12-0\n'
-    'content-body-11-1 ::= [<] | "N" content-body-12-1\n'
-    'content-body-12-0 ::= [^<S] | "S" content-body-13-0\n'
-    'content-body-12-1 ::= [<] | "S" content-body-13-1\n'
-    'content-body-13-0 ::= [^<E] | "E" content-body-14-0\n'
-    'content-body-13-1 ::= [<] | "E" content-body-14-1\n'
-    'content-body-14-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-14-1 ::= [<] | "|" [<]\n'
-    'content ::= ( "<|START_RESPONSE|>" ( content-closed ws | content-body ) )?\n'
+    'content-body-2-0 ::= [^<ES] | "E" content-body-3a-0 | "S" content-body-3b-0\n'
+    'content-body-2-1 ::= [<] | "E" content-body-3a-1 | "S" content-body-3b-1\n'
+    'content-body-3a-0 ::= [^<N] | "N" content-body-4a-0\n'
+    'content-body-3a-1 ::= [<] | "N" content-body-4a-1\n'
+    'content-body-3b-0 ::= [^<T] | "T" content-body-4b-0\n'
+    'content-body-3b-1 ::= [<] | "T" content-body-4b-1\n'
+    'content-body-4a-0 ::= [^<D] | "D" content-body-5a-0\n'
+    'content-body-4a-1 ::= [<] | "D" content-body-5a-1\n'
+    'content-body-4b-0 ::= [^<A] | "A" content-body-5b-0\n'
+    'content-body-4b-1 ::= [<] | "A" content-body-5b-1\n'
+    'content-body-5a-0 ::= [^<_] | "_" content-body-6a-0\n'
+    'content-body-5a-1 ::= [<] | "_" content-body-6a-1\n'
+    'content-body-5b-0 ::= [^<R] | "R" content-body-6b-0\n'
+    'content-body-5b-1 ::= [<] | "R" content-body-6b-1\n'
+    'content-body-6a-0 ::= [^<R] | "R" content-body-7a-0\n'
+    'content-body-6a-1 ::= [<] | "R" content-body-7a-1\n'
+    'content-body-6b-0 ::= [^<T] | "T" content-body-7b-0\n'
+    'content-body-6b-1 ::= [<] | "T" content-body-7b-1\n'
+    'content-body-7a-0 ::= [^<E] | "E" content-body-8a-0\n'
+    'content-body-7a-1 ::= [<] | "E" content-body-8a-1\n'
+    'content-body-7b-0 ::= [^<_] | "_" content-body-8b-0\n'
+    'content-body-7b-1 ::= [<] | "_" content-body-8b-1\n'
+    'content-body-8a-0 ::= [^<S] | "S" content-body-9a-0\n'
+    'content-body-8a-1 ::= [<] | "S" content-body-9a-1\n'
+    'content-body-8b-0 ::= [^<A] | "A" content-body-9b-0\n'
+    'content-body-8b-1 ::= [<] | "A" content-body-9b-1\n'
+    'content-body-9a-0 ::= [^<P] | "P" content-body-10a-0\n'
+    'content-body-9a-1 ::= [<] | "P" content-body-10a-1\n'
+    'content-body-9b-0 ::= [^<C] | "C" content-body-10b-0\n'
+    'content-body-9b-1 ::= [<] | "C" content-body-10b-1\n'
+    'content-body-10a-0 ::= [^<O] | "O" content-body-11a-0\n'
+    'content-body-10a-1 ::= [<] | "O" content-body-11a-1\n'
+    'content-body-10b-0 ::= [^<T] | "T" content-body-11b-0\n'
+    'content-body-10b-1 ::= [<] | "T" content-body-11b-1\n'
+    'content-body-11a-0 ::= [^<N] | "N" content-body-12a-0\n'
+    'content-body-11a-1 ::= [<] | "N" content-body-12a-1\n'
+    'content-body-11b-0 ::= [^<I] | "I" content-body-12b-0\n'
+    'content-body-11b-1 ::= [<] | "I" content-body-12b-1\n'
+    'content-body-12a-0 ::= [^<S] | "S" content-body-13a-0\n'
+    'content-body-12a-1 ::= [<] | "S" content-body-13a-1\n'
+    'content-body-12b-0 ::= [^<O] | "O" content-body-13b-0\n'
+    'content-body-12b-1 ::= [<] | "O" content-body-13b-1\n'
+    'content-body-13a-0 ::= [^<E] | "E" content-body-14a-0\n'
+    'content-body-13a-1 ::= [<] | "E" content-body-14a-1\n'
+    'content-body-13b-0 ::= [^<N] | "N" content-body-14b-0\n'
+    'content-body-13b-1 ::= [<] | "N" content-body-14b-1\n'
+    'content-body-14a-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-14a-1 ::= [<] | "|" [<]\n'
+    'content-body-14b-0 ::= [^<|] | "|" content-body-15b-0\n'
+    'content-body-14b-1 ::= [<] | "|" content-body-15b-1\n'
+    'content-body-15b-0 ::= [^<>] | ">" [^<\\x5B]\n'
+    'content-body-15b-1 ::= [<] | ">" [<]\n'
+    'content-open-closed ::= ws "<|START_RESPONSE|>" content-closed\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "<|START_ACTION|>[" ws "{" ws call-other-key ws ":" ws\n'
+    "calls-full ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    'content-open-body ::= ws "<|START_RESPONSE|>" content-body end\n'
+    'content-open-trig ::= ws "<|START_RESPONSE|>" content-trig\n'
+    'call-first-name-3 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-3 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-3 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-3 call-10 | call-first-arguments-3 json-object call-01 | call-first-other-3 json-value call-00 ) calls-more\n"
+    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | content-open-trig calls-rest | calls-full | end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "T" ( "H" ( "I" ( "N" ( "K" ( "I" ( "N" ( "G" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|END_THINKING|>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -172,43 +241,114 @@ _GRAMMAR_THINKING = (
     'reasoning-body-13-1 ::= [<] | "G" reasoning-body-14-1\n'
     'reasoning-body-14-0 ::= [^<|] | "|" [^<>]\n'
     'reasoning-body-14-1 ::= [<] | "|" [<]\n'
+    'reasoning-open-closed ::= ws "<|START_THINKING|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<|START_THINKING|>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<|START_THINKING|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? | "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|END_RESPONSE|>"\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|START_ACTION|>" content-trig-from-16\n'
+    'content-trig-from-16 ::= "["\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
     'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
     'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
-    'content-body-2-0 ::= [^<E] | "E" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "E" content-body-3-1\n'
-    'content-body-3-0 ::= [^<N] | "N" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "N" content-body-4-1\n'
-    'content-body-4-0 ::= [^<D] | "D" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "D" content-body-5-1\n'
-    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
-    'content-body-6-0 ::= [^<R] | "R" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "R" content-body-7-1\n'
-    'content-body-7-0 ::= [^<E] | "E" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "E" content-body-8-1\n'
-    'content-body-8-0 ::= [^<S] | "S" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "S" content-body-9-1\n'
-    'content-body-9-0 ::= [^<P] | "P" content-body-10-0\n'
-    'content-body-9-1 ::= [<] | "P" content-body-10-1\n'
-    'content-body-10-0 ::= [^<O] | "O" content-body-11-0\n'
-    'content-body-10-1 ::= [<] | "O" content-body-11-1\n'
-    'content-body-11-0 ::= [^<N] | "N" content-body-12-0\n'
-    'content-body-11-1 ::= [<] | "N" content-body-12-1\n'
-    'content-body-12-0 ::= [^<S] | "S" content-body-13-0\n'
-    'content-body-12-1 ::= [<] | "S" content-body-13-1\n'
-    'content-body-13-0 ::= [^<E] | "E" content-body-14-0\n'
-    'content-body-13-1 ::= [<] | "E" content-body-14-1\n'
-    'content-body-14-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-14-1 ::= [<] | "|" [<]\n'
-    'content ::= ( "<|START_RESPONSE|>" ( content-closed ws | content-body ) )?\n'
+    'content-body-2-0 ::= [^<ES] | "E" content-body-3a-0 | "S" content-body-3b-0\n'
+    'content-body-2-1 ::= [<] | "E" content-body-3a-1 | "S" content-body-3b-1\n'
+    'content-body-3a-0 ::= [^<N] | "N" content-body-4a-0\n'
+    'content-body-3a-1 ::= [<] | "N" content-body-4a-1\n'
+    'content-body-3b-0 ::= [^<T] | "T" content-body-4b-0\n'
+    'content-body-3b-1 ::= [<] | "T" content-body-4b-1\n'
+    'content-body-4a-0 ::= [^<D] | "D" content-body-5a-0\n'
+    'content-body-4a-1 ::= [<] | "D" content-body-5a-1\n'
+    'content-body-4b-0 ::= [^<A] | "A" content-body-5b-0\n'
+    'content-body-4b-1 ::= [<] | "A" content-body-5b-1\n'
+    'content-body-5a-0 ::= [^<_] | "_" content-body-6a-0\n'
+    'content-body-5a-1 ::= [<] | "_" content-body-6a-1\n'
+    'content-body-5b-0 ::= [^<R] | "R" content-body-6b-0\n'
+    'content-body-5b-1 ::= [<] | "R" content-body-6b-1\n'
+    'content-body-6a-0 ::= [^<R] | "R" content-body-7a-0\n'
+    'content-body-6a-1 ::= [<] | "R" content-body-7a-1\n'
+    'content-body-6b-0 ::= [^<T] | "T" content-body-7b-0\n'
+    'content-body-6b-1 ::= [<] | "T" content-body-7b-1\n'
+    'content-body-7a-0 ::= [^<E] | "E" content-body-8a-0\n'
+    'content-body-7a-1 ::= [<] | "E" content-body-8a-1\n'
+    'content-body-7b-0 ::= [^<_] | "_" content-body-8b-0\n'
+    'content-body-7b-1 ::= [<] | "_" content-body-8b-1\n'
+    'content-body-8a-0 ::= [^<S] | "S" content-body-9a-0\n'
+    'content-body-8a-1 ::= [<] | "S" content-body-9a-1\n'
+    'content-body-8b-0 ::= [^<A] | "A" content-body-9b-0\n'
+    'content-body-8b-1 ::= [<] | "A" content-body-9b-1\n'
+    'content-body-9a-0 ::= [^<P] | "P" content-body-10a-0\n'
+    'content-body-9a-1 ::= [<] | "P" content-body-10a-1\n'
+    'content-body-9b-0 ::= [^<C] | "C" content-body-10b-0\n'
+    'content-body-9b-1 ::= [<] | "C" content-body-10b-1\n'
+    'content-body-10a-0 ::= [^<O] | "O" content-body-11a-0\n'
+    'content-body-10a-1 ::= [<] | "O" content-body-11a-1\n'
+    'content-body-10b-0 ::= [^<T] | "T" content-body-11b-0\n'
+    'content-body-10b-1 ::= [<] | "T" content-body-11b-1\n'
+    'content-body-11a-0 ::= [^<N] | "N" content-body-12a-0\n'
+    'content-body-11a-1 ::= [<] | "N" content-body-12a-1\n'
+    'content-body-11b-0 ::= [^<I] | "I" content-body-12b-0\n'
+    'content-body-11b-1 ::= [<] | "I" content-body-12b-1\n'
+    'content-body-12a-0 ::= [^<S] | "S" content-body-13a-0\n'
+    'content-body-12a-1 ::= [<] | "S" content-body-13a-1\n'
+    'content-body-12b-0 ::= [^<O] | "O" content-body-13b-0\n'
+    'content-body-12b-1 ::= [<] | "O" content-body-13b-1\n'
+    'content-body-13a-0 ::= [^<E] | "E" content-body-14a-0\n'
+    'content-body-13a-1 ::= [<] | "E" content-body-14a-1\n'
+    'content-body-13b-0 ::= [^<N] | "N" content-body-14b-0\n'
+    'content-body-13b-1 ::= [<] | "N" content-body-14b-1\n'
+    'content-body-14a-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-14a-1 ::= [<] | "|" [<]\n'
+    'content-body-14b-0 ::= [^<|] | "|" content-body-15b-0\n'
+    'content-body-14b-1 ::= [<] | "|" content-body-15b-1\n'
+    'content-body-15b-0 ::= [^<>] | ">" [^<\\x5B]\n'
+    'content-body-15b-1 ::= [<] | ">" [<]\n'
+    'content-open-closed ::= ws "<|START_RESPONSE|>" content-closed\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "<|START_ACTION|>[" ws "{" ws call-other-key ws ":" ws\n'
+    "calls-full ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    'content-open-body ::= ws "<|START_RESPONSE|>" content-body end\n'
+    'content-open-trig ::= ws "<|START_RESPONSE|>" content-trig\n'
+    'call-first-name-3 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-3 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-3 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-3 call-10 | call-first-arguments-3 json-object call-01 | call-first-other-3 json-value call-00 ) calls-more\n"
+    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | content-open-trig calls-rest | calls-full | end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "T" ( "H" ( "I" ( "N" ( "K" ( "I" ( "N" ( "G" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|END_THINKING|>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -240,10 +380,96 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-13-1 ::= [<] | "G" reasoning-body-14-1\n'
     'reasoning-body-14-0 ::= [^<|] | "|" [^<>]\n'
     'reasoning-body-14-1 ::= [<] | "|" [<]\n'
+    'reasoning-open-closed ::= ws "<|START_THINKING|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<|START_THINKING|>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= "<|START_ACTION|>[" ws "{" ws call-other-key ws ":" ws\n'
+    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1])
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<|START_THINKING|>"
 REASONING_END = "<|END_THINKING|>"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -302,16 +528,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "<|START_ACTION|>["

@@ -88,18 +88,316 @@ STOP = ["<|END_OF_TURN_TOKEN|>"]
 TRIGGERS = [{"type": 1, "value": "<|CHATBOT_TOKEN|>\nAction:\n```json\n["}]
 PRESERVED_TOKENS = ["<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "C" ( "H" ( "A" ( "T" ( "B" ( "O" ( "T" ( "_" ( "T" ( "O" ( "K" ( "E" ( "N" ( "|" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|CHATBOT_TOKEN|" content-trig-from-16\n'
+    'content-body-from-32 ::= ( "n" ( "\\n" )? )?\n'
+    'content-body-from-16 ::= ( ">" ( "\\n" ( "A" ( "c" ( "t" ( "i" ( "o" ( "n" ( ":" ( "\\n" ( "`" ( "`" ( "`" ( "j" ( "s" ( "o" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-32 ::= "n\\n["\n'
+    'content-trig-from-16 ::= ">\\nAction:\\n```jso" content-trig-from-32\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<C] | "C" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "C" content-body-3-1\n'
+    'content-body-3-0 ::= [^<H] | "H" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "H" content-body-4-1\n'
+    'content-body-4-0 ::= [^<A] | "A" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "A" content-body-5-1\n'
+    'content-body-5-0 ::= [^<T] | "T" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "T" content-body-6-1\n'
+    'content-body-6-0 ::= [^<B] | "B" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "B" content-body-7-1\n'
+    'content-body-7-0 ::= [^<O] | "O" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "O" content-body-8-1\n'
+    'content-body-8-0 ::= [^<T] | "T" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "T" content-body-9-1\n'
+    'content-body-9-0 ::= [^<_] | "_" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "_" content-body-10-1\n'
+    'content-body-10-0 ::= [^<T] | "T" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "T" content-body-11-1\n'
+    'content-body-11-0 ::= [^<O] | "O" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "O" content-body-12-1\n'
+    'content-body-12-0 ::= [^<K] | "K" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "K" content-body-13-1\n'
+    'content-body-13-0 ::= [^<E] | "E" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "E" content-body-14-1\n'
+    'content-body-14-0 ::= [^<N] | "N" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "N" content-body-15-1\n'
+    'content-body-15-0 ::= [^<|] | "|" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "|" content-body-16-1\n'
+    'content-body-16-0 ::= [^<>] | ">" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | ">" content-body-17-1\n'
+    'content-body-17-0 ::= [^\\n<] | "\\n" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "\\n" content-body-18-1\n'
+    'content-body-18-0 ::= [^<A] | "A" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "A" content-body-19-1\n'
+    'content-body-19-0 ::= [^<c] | "c" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "c" content-body-20-1\n'
+    'content-body-20-0 ::= [^<t] | "t" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "t" content-body-21-1\n'
+    'content-body-21-0 ::= [^<i] | "i" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "i" content-body-22-1\n'
+    'content-body-22-0 ::= [^<o] | "o" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "o" content-body-23-1\n'
+    'content-body-23-0 ::= [^<n] | "n" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "n" content-body-24-1\n'
+    'content-body-24-0 ::= [^:<] | ":" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | ":" content-body-25-1\n'
+    'content-body-25-0 ::= [^\\n<] | "\\n" content-body-26-0\n'
+    'content-body-25-1 ::= [<] | "\\n" content-body-26-1\n'
+    'content-body-26-0 ::= [^<`] | "`" content-body-27-0\n'
+    'content-body-26-1 ::= [<] | "`" content-body-27-1\n'
+    'content-body-27-0 ::= [^<`] | "`" content-body-28-0\n'
+    'content-body-27-1 ::= [<] | "`" content-body-28-1\n'
+    'content-body-28-0 ::= [^<`] | "`" content-body-29-0\n'
+    'content-body-28-1 ::= [<] | "`" content-body-29-1\n'
+    'content-body-29-0 ::= [^<j] | "j" content-body-30-0\n'
+    'content-body-29-1 ::= [<] | "j" content-body-30-1\n'
+    'content-body-30-0 ::= [^<s] | "s" content-body-31-0\n'
+    'content-body-30-1 ::= [<] | "s" content-body-31-1\n'
+    'content-body-31-0 ::= [^<o] | "o" content-body-32-0\n'
+    'content-body-31-1 ::= [<] | "o" content-body-32-1\n'
+    'content-body-32-0 ::= [^<n] | "n" content-body-33-0\n'
+    'content-body-32-1 ::= [<] | "n" content-body-33-1\n'
+    'content-body-33-0 ::= [^\\n<] | "\\n" [^<\\x5B]\n'
+    'content-body-33-1 ::= [<] | "\\n" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "C" ( "H" ( "A" ( "T" ( "B" ( "O" ( "T" ( "_" ( "T" ( "O" ( "K" ( "E" ( "N" ( "|" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|CHATBOT_TOKEN|" content-trig-from-16\n'
+    'content-body-from-32 ::= ( "n" ( "\\n" )? )?\n'
+    'content-body-from-16 ::= ( ">" ( "\\n" ( "A" ( "c" ( "t" ( "i" ( "o" ( "n" ( ":" ( "\\n" ( "`" ( "`" ( "`" ( "j" ( "s" ( "o" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-32 ::= "n\\n["\n'
+    'content-trig-from-16 ::= ">\\nAction:\\n```jso" content-trig-from-32\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<C] | "C" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "C" content-body-3-1\n'
+    'content-body-3-0 ::= [^<H] | "H" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "H" content-body-4-1\n'
+    'content-body-4-0 ::= [^<A] | "A" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "A" content-body-5-1\n'
+    'content-body-5-0 ::= [^<T] | "T" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "T" content-body-6-1\n'
+    'content-body-6-0 ::= [^<B] | "B" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "B" content-body-7-1\n'
+    'content-body-7-0 ::= [^<O] | "O" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "O" content-body-8-1\n'
+    'content-body-8-0 ::= [^<T] | "T" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "T" content-body-9-1\n'
+    'content-body-9-0 ::= [^<_] | "_" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "_" content-body-10-1\n'
+    'content-body-10-0 ::= [^<T] | "T" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "T" content-body-11-1\n'
+    'content-body-11-0 ::= [^<O] | "O" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "O" content-body-12-1\n'
+    'content-body-12-0 ::= [^<K] | "K" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "K" content-body-13-1\n'
+    'content-body-13-0 ::= [^<E] | "E" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "E" content-body-14-1\n'
+    'content-body-14-0 ::= [^<N] | "N" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "N" content-body-15-1\n'
+    'content-body-15-0 ::= [^<|] | "|" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "|" content-body-16-1\n'
+    'content-body-16-0 ::= [^<>] | ">" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | ">" content-body-17-1\n'
+    'content-body-17-0 ::= [^\\n<] | "\\n" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "\\n" content-body-18-1\n'
+    'content-body-18-0 ::= [^<A] | "A" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "A" content-body-19-1\n'
+    'content-body-19-0 ::= [^<c] | "c" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "c" content-body-20-1\n'
+    'content-body-20-0 ::= [^<t] | "t" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "t" content-body-21-1\n'
+    'content-body-21-0 ::= [^<i] | "i" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "i" content-body-22-1\n'
+    'content-body-22-0 ::= [^<o] | "o" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "o" content-body-23-1\n'
+    'content-body-23-0 ::= [^<n] | "n" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "n" content-body-24-1\n'
+    'content-body-24-0 ::= [^:<] | ":" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | ":" content-body-25-1\n'
+    'content-body-25-0 ::= [^\\n<] | "\\n" content-body-26-0\n'
+    'content-body-25-1 ::= [<] | "\\n" content-body-26-1\n'
+    'content-body-26-0 ::= [^<`] | "`" content-body-27-0\n'
+    'content-body-26-1 ::= [<] | "`" content-body-27-1\n'
+    'content-body-27-0 ::= [^<`] | "`" content-body-28-0\n'
+    'content-body-27-1 ::= [<] | "`" content-body-28-1\n'
+    'content-body-28-0 ::= [^<`] | "`" content-body-29-0\n'
+    'content-body-28-1 ::= [<] | "`" content-body-29-1\n'
+    'content-body-29-0 ::= [^<j] | "j" content-body-30-0\n'
+    'content-body-29-1 ::= [<] | "j" content-body-30-1\n'
+    'content-body-30-0 ::= [^<s] | "s" content-body-31-0\n'
+    'content-body-30-1 ::= [<] | "s" content-body-31-1\n'
+    'content-body-31-0 ::= [^<o] | "o" content-body-32-0\n'
+    'content-body-31-1 ::= [<] | "o" content-body-32-1\n'
+    'content-body-32-0 ::= [^<n] | "n" content-body-33-0\n'
+    'content-body-32-1 ::= [<] | "n" content-body-33-1\n'
+    'content-body-33-0 ::= [^\\n<] | "\\n" [^<\\x5B]\n'
+    'content-body-33-1 ::= [<] | "\\n" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "t" ( "\\"" | "o" ( "\\"" | "o" ( "\\"" | "l" ( "\\"" | "_" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\_] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\l] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\o] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\pt] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= "<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= "<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-other-2 ::= "<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws call-other-key ws ":" ws\n'
+    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1])
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -118,16 +416,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "<|CHATBOT_TOKEN|>\nAction:\n```json\n["

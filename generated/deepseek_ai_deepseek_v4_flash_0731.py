@@ -116,9 +116,92 @@ PRESERVED_TOKENS = [
     "</｜DSML｜tool_calls>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ws "<think>"? ( reasoning-closed ws any | reasoning-body ) ( "<｜end▁of▁sentence｜>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "s" )?\n'
+    'content-trig-from-16 ::= "s>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
+    'content-body-2-0 ::= [^<D] | "D" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "D" content-body-3-1\n'
+    'content-body-3-0 ::= [^<S] | "S" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "S" content-body-4-1\n'
+    'content-body-4-0 ::= [^<M] | "M" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "M" content-body-5-1\n'
+    'content-body-5-0 ::= [^<L] | "L" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "L" content-body-6-1\n'
+    'content-body-6-0 ::= [^<｜] | "｜" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "｜" content-body-7-1\n'
+    'content-body-7-0 ::= [^<t] | "t" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "t" content-body-8-1\n'
+    'content-body-8-0 ::= [^<o] | "o" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "o" content-body-9-1\n'
+    'content-body-9-0 ::= [^<o] | "o" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "o" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<_] | "_" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "_" content-body-12-1\n'
+    'content-body-12-0 ::= [^<c] | "c" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "c" content-body-13-1\n'
+    'content-body-13-0 ::= [^<a] | "a" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "a" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<l] | "l" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "l" content-body-16-1\n'
+    'content-body-16-0 ::= [^<s] | "s" [^<>]\n'
+    'content-body-16-1 ::= [<] | "s" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
+    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
+    'argument-attribute-1-0 ::= [^\\">]\n'
+    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= "r>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<｜] | "｜" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "｜" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<D] | "D" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "D" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<S] | "S" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "S" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<M] | "M" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "M" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<L] | "L" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "L" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<｜] | "｜" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "｜" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<p] | "p" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "p" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<a] | "a" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "a" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<m] | "m" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "m" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<e] | "e" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "e" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<t] | "t" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "t" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<e] | "e" argument-value-16-0\n'
+    'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
+    'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-16-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
+    'call-next ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws\n'
+    'calls-more ::= call-next* ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-rest ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -134,11 +217,96 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<｜end▁of▁sentence｜>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "s" )?\n'
+    'content-trig-from-16 ::= "s>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
+    'content-body-2-0 ::= [^<D] | "D" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "D" content-body-3-1\n'
+    'content-body-3-0 ::= [^<S] | "S" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "S" content-body-4-1\n'
+    'content-body-4-0 ::= [^<M] | "M" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "M" content-body-5-1\n'
+    'content-body-5-0 ::= [^<L] | "L" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "L" content-body-6-1\n'
+    'content-body-6-0 ::= [^<｜] | "｜" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "｜" content-body-7-1\n'
+    'content-body-7-0 ::= [^<t] | "t" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "t" content-body-8-1\n'
+    'content-body-8-0 ::= [^<o] | "o" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "o" content-body-9-1\n'
+    'content-body-9-0 ::= [^<o] | "o" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "o" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<_] | "_" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "_" content-body-12-1\n'
+    'content-body-12-0 ::= [^<c] | "c" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "c" content-body-13-1\n'
+    'content-body-13-0 ::= [^<a] | "a" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "a" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<l] | "l" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "l" content-body-16-1\n'
+    'content-body-16-0 ::= [^<s] | "s" [^<>]\n'
+    'content-body-16-1 ::= [<] | "s" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
+    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
+    'argument-attribute-1-0 ::= [^\\">]\n'
+    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= "r>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<｜] | "｜" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "｜" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<D] | "D" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "D" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<S] | "S" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "S" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<M] | "M" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "M" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<L] | "L" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "L" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<｜] | "｜" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "｜" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<p] | "p" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "p" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<a] | "a" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "a" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<m] | "m" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "m" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<e] | "e" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "e" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<t] | "t" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "t" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<e] | "e" argument-value-16-0\n'
+    'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
+    'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-16-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
+    'call-next ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws\n'
+    'calls-more ::= call-next* ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-rest ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -154,10 +322,107 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
+    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
+    'argument-attribute-1-0 ::= [^\\">]\n'
+    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= "r>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<｜] | "｜" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "｜" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<D] | "D" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "D" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<S] | "S" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "S" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<M] | "M" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "M" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<L] | "L" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "L" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<｜] | "｜" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "｜" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<p] | "p" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "p" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<a] | "a" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "a" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<m] | "m" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "m" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<e] | "e" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "e" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<t] | "t" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "t" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<e] | "e" argument-value-16-0\n'
+    'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
+    'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-16-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
+    'call-next ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws\n'
+    'calls-more ::= call-next* ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-root ::= "<｜DSML｜tool_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</｜DSML｜invoke>" ws calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
@@ -198,16 +463,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "<｜DSML｜tool_calls>"

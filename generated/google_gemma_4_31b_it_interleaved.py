@@ -95,14 +95,253 @@ STOP = ["<turn|>"]
 TRIGGERS = [{"type": 1, "value": "<|tool_call>call:"}]
 PRESERVED_TOKENS = ["<turn|>", "<|tool_call>", '<|"|>', "<tool_call|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<turn|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<turn|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call>call" content-trig-from-16\n'
+    'content-trig-from-16 ::= ":"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
+    'content-body-6-0 ::= [^<_] | "_" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "_" content-body-7-1\n'
+    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
+    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<>] | ">" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | ">" content-body-12-1\n'
+    'content-body-12-0 ::= [^<c] | "c" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "c" content-body-13-1\n'
+    'content-body-13-0 ::= [^<a] | "a" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "a" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<l] | "l" [^:<]\n'
+    'content-body-15-1 ::= [<] | "l" [<]\n'
+    "tool-name ::= [^\\x00- {\\x7F]+\n"
+    "argument-key ::= [^\\x00- ,:}\\x7F]+\n"
+    'argument-string-closed ::= argument-string-text-0-0* "<" argument-string-text-1-1* "|\\"|>"\n'
+    'argument-string-text-0-0 ::= [^<] | "<" argument-string-text-1-1* argument-string-text-1-0\n'
+    'argument-string-text-1-0 ::= [^<|] | "|" argument-string-text-2-0\n'
+    'argument-string-text-1-1 ::= [<] | "|" argument-string-text-2-1\n'
+    'argument-string-text-2-0 ::= [^\\"<] | "\\"" argument-string-text-3-0\n'
+    'argument-string-text-2-1 ::= [<] | "\\"" argument-string-text-3-1\n'
+    'argument-string-text-3-0 ::= [^<|] | "|" [^<>]\n'
+    'argument-string-text-3-1 ::= [<] | "|" [<]\n'
+    'argument-string ::= "<|\\"|>" argument-string-closed\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
+    'argument-head ::= ws argument-key ws ":"\n'
+    "argument ::= argument-head ( argument-string | json-value | argument-word )\n"
+    'argument-next-head ::= ws "," ws argument-key ws ":"\n'
+    "argument-next ::= argument-next-head ( argument-string | json-value | argument-word )\n"
+    'call-next-part ::= ws "<|tool_call>call:" ws tool-name ws "{"\n'
+    'call-next-part-2 ::= ws "}<tool_call|>"\n'
+    "call-next ::= call-next-part ( argument argument-next* )? call-next-part-2\n"
+    'calls-more-part ::= ( ws "<turn|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws tool-name ws "{"\n'
+    'calls-rest-part-2 ::= ws "}<tool_call|>"\n'
+    "calls-rest ::= calls-rest-part ( argument argument-next* )? calls-rest-part-2 calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<turn|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<turn|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call>call" content-trig-from-16\n'
+    'content-trig-from-16 ::= ":"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
+    'content-body-6-0 ::= [^<_] | "_" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "_" content-body-7-1\n'
+    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
+    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<>] | ">" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | ">" content-body-12-1\n'
+    'content-body-12-0 ::= [^<c] | "c" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "c" content-body-13-1\n'
+    'content-body-13-0 ::= [^<a] | "a" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "a" content-body-14-1\n'
+    'content-body-14-0 ::= [^<l] | "l" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "l" content-body-15-1\n'
+    'content-body-15-0 ::= [^<l] | "l" [^:<]\n'
+    'content-body-15-1 ::= [<] | "l" [<]\n'
+    "tool-name ::= [^\\x00- {\\x7F]+\n"
+    "argument-key ::= [^\\x00- ,:}\\x7F]+\n"
+    'argument-string-closed ::= argument-string-text-0-0* "<" argument-string-text-1-1* "|\\"|>"\n'
+    'argument-string-text-0-0 ::= [^<] | "<" argument-string-text-1-1* argument-string-text-1-0\n'
+    'argument-string-text-1-0 ::= [^<|] | "|" argument-string-text-2-0\n'
+    'argument-string-text-1-1 ::= [<] | "|" argument-string-text-2-1\n'
+    'argument-string-text-2-0 ::= [^\\"<] | "\\"" argument-string-text-3-0\n'
+    'argument-string-text-2-1 ::= [<] | "\\"" argument-string-text-3-1\n'
+    'argument-string-text-3-0 ::= [^<|] | "|" [^<>]\n'
+    'argument-string-text-3-1 ::= [<] | "|" [<]\n'
+    'argument-string ::= "<|\\"|>" argument-string-closed\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
+    'argument-head ::= ws argument-key ws ":"\n'
+    "argument ::= argument-head ( argument-string | json-value | argument-word )\n"
+    'argument-next-head ::= ws "," ws argument-key ws ":"\n'
+    "argument-next ::= argument-next-head ( argument-string | json-value | argument-word )\n"
+    'call-next-part ::= ws "<|tool_call>call:" ws tool-name ws "{"\n'
+    'call-next-part-2 ::= ws "}<tool_call|>"\n'
+    "call-next ::= call-next-part ( argument argument-next* )? call-next-part-2\n"
+    'calls-more-part ::= ( ws "<turn|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws tool-name ws "{"\n'
+    'calls-rest-part-2 ::= ws "}<tool_call|>"\n'
+    "calls-rest ::= calls-rest-part ( argument argument-next* )? calls-rest-part-2 calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<turn|>" ws )?\n'
+    "tool-name ::= [^\\x00- {\\x7F]+\n"
+    "argument-key ::= [^\\x00- ,:}\\x7F]+\n"
+    'argument-string-closed ::= argument-string-text-0-0* "<" argument-string-text-1-1* "|\\"|>"\n'
+    'argument-string-text-0-0 ::= [^<] | "<" argument-string-text-1-1* argument-string-text-1-0\n'
+    'argument-string-text-1-0 ::= [^<|] | "|" argument-string-text-2-0\n'
+    'argument-string-text-1-1 ::= [<] | "|" argument-string-text-2-1\n'
+    'argument-string-text-2-0 ::= [^\\"<] | "\\"" argument-string-text-3-0\n'
+    'argument-string-text-2-1 ::= [<] | "\\"" argument-string-text-3-1\n'
+    'argument-string-text-3-0 ::= [^<|] | "|" [^<>]\n'
+    'argument-string-text-3-1 ::= [<] | "|" [<]\n'
+    'argument-string ::= "<|\\"|>" argument-string-closed\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
+    'argument-head ::= ws argument-key ws ":"\n'
+    "argument ::= argument-head ( argument-string | json-value | argument-word )\n"
+    'argument-next-head ::= ws "," ws argument-key ws ":"\n'
+    "argument-next ::= argument-next-head ( argument-string | json-value | argument-word )\n"
+    'call-next-part ::= ws "<|tool_call>call:" ws tool-name ws "{"\n'
+    'call-next-part-2 ::= ws "}<tool_call|>"\n'
+    "call-next ::= call-next-part ( argument argument-next* )? call-next-part-2\n"
+    'calls-more-part ::= ( ws "<turn|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-root-part ::= "<|tool_call>call:" ws tool-name ws "{"\n'
+    'calls-root-part-2 ::= ws "}<tool_call|>"\n'
+    "calls-root ::= calls-root-part ( argument argument-next* )? calls-root-part-2 calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -121,16 +360,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -70,14 +70,32 @@ STOP = ["<|im_end|>"]
 TRIGGERS = []
 PRESERVED_TOKENS = ["<|im_end|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|im_end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    "reply ::= any end\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|im_end|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    "reply ::= any end\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
 GBNF_TOOLS = None
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -96,16 +114,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 def parse(text, *, tools=None, enable_thinking=True, strict=False):

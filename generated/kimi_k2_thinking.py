@@ -108,9 +108,90 @@ PRESERVED_TOKENS = [
     "<|tool_calls_section_end|>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<|im_end|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "_" ( "s" ( "e" ( "c" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls_sec" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "t" ( "i" ( "o" ( "n" ( "_" ( "b" ( "e" ( "g" ( "i" ( "n" ( "|" )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-16 ::= "tion_begin|>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
+    'content-body-6-0 ::= [^<_] | "_" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "_" content-body-7-1\n'
+    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
+    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<s] | "s" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "s" content-body-12-1\n'
+    'content-body-12-0 ::= [^<_] | "_" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "_" content-body-13-1\n'
+    'content-body-13-0 ::= [^<s] | "s" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "s" content-body-14-1\n'
+    'content-body-14-0 ::= [^<e] | "e" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "e" content-body-15-1\n'
+    'content-body-15-0 ::= [^<c] | "c" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "c" content-body-16-1\n'
+    'content-body-16-0 ::= [^<t] | "t" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "t" content-body-17-1\n'
+    'content-body-17-0 ::= [^<i] | "i" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "i" content-body-18-1\n'
+    'content-body-18-0 ::= [^<o] | "o" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "o" content-body-19-1\n'
+    'content-body-19-0 ::= [^<n] | "n" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "n" content-body-20-1\n'
+    'content-body-20-0 ::= [^<_] | "_" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "_" content-body-21-1\n'
+    'content-body-21-0 ::= [^<b] | "b" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "b" content-body-22-1\n'
+    'content-body-22-0 ::= [^<e] | "e" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "e" content-body-23-1\n'
+    'content-body-23-0 ::= [^<g] | "g" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "g" content-body-24-1\n'
+    'content-body-24-0 ::= [^<i] | "i" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | "i" content-body-25-1\n'
+    'content-body-25-0 ::= [^<n] | "n" content-body-26-0\n'
+    'content-body-25-1 ::= [<] | "n" content-body-26-1\n'
+    'content-body-26-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-26-1 ::= [<] | "|" [<]\n'
+    "tool-name ::= [^\\x00- :\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|tool_call_end|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws "<|tool_call_end|>"\n'
+    "calls-rest ::= arguments-open json-members calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -126,11 +207,94 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<|im_end|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "_" ( "s" ( "e" ( "c" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls_sec" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "t" ( "i" ( "o" ( "n" ( "_" ( "b" ( "e" ( "g" ( "i" ( "n" ( "|" )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-16 ::= "tion_begin|>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
+    'content-body-6-0 ::= [^<_] | "_" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "_" content-body-7-1\n'
+    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
+    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<s] | "s" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "s" content-body-12-1\n'
+    'content-body-12-0 ::= [^<_] | "_" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "_" content-body-13-1\n'
+    'content-body-13-0 ::= [^<s] | "s" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "s" content-body-14-1\n'
+    'content-body-14-0 ::= [^<e] | "e" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "e" content-body-15-1\n'
+    'content-body-15-0 ::= [^<c] | "c" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "c" content-body-16-1\n'
+    'content-body-16-0 ::= [^<t] | "t" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "t" content-body-17-1\n'
+    'content-body-17-0 ::= [^<i] | "i" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "i" content-body-18-1\n'
+    'content-body-18-0 ::= [^<o] | "o" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "o" content-body-19-1\n'
+    'content-body-19-0 ::= [^<n] | "n" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "n" content-body-20-1\n'
+    'content-body-20-0 ::= [^<_] | "_" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "_" content-body-21-1\n'
+    'content-body-21-0 ::= [^<b] | "b" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "b" content-body-22-1\n'
+    'content-body-22-0 ::= [^<e] | "e" content-body-23-0\n'
+    'content-body-22-1 ::= [<] | "e" content-body-23-1\n'
+    'content-body-23-0 ::= [^<g] | "g" content-body-24-0\n'
+    'content-body-23-1 ::= [<] | "g" content-body-24-1\n'
+    'content-body-24-0 ::= [^<i] | "i" content-body-25-0\n'
+    'content-body-24-1 ::= [<] | "i" content-body-25-1\n'
+    'content-body-25-0 ::= [^<n] | "n" content-body-26-0\n'
+    'content-body-25-1 ::= [<] | "n" content-body-26-1\n'
+    'content-body-26-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-26-1 ::= [<] | "|" [<]\n'
+    "tool-name ::= [^\\x00- :\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|tool_call_end|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws "<|tool_call_end|>"\n'
+    "calls-rest ::= arguments-open json-members calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -146,10 +310,86 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    "tool-name ::= [^\\x00- :\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|tool_call_end|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= "<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
+    'calls-root-part ::= ws "<|tool_call_end|>"\n'
+    "calls-root ::= arguments-open-2 json-members calls-root-part calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -190,16 +430,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "<|tool_calls_section_begin|>"

@@ -66,9 +66,11 @@ STOP = []
 TRIGGERS = []
 PRESERVED_TOKENS = ["<think>", "</think>"]
 _GRAMMAR_THINKING = (
-    'root ::= ws "<think>"? ( reasoning-closed ws any | reasoning-body )\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "any ::= [^\\x00]*\n"
+    "end ::= ws\n"
+    "reply ::= any end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -84,11 +86,15 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any )\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "any ::= [^\\x00]*\n"
+    "end ::= ws\n"
+    "reply ::= any end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -104,10 +110,24 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
 GBNF_TOOLS = None
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
@@ -148,16 +168,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 def parse(text, *, tools=None, enable_thinking=True, strict=False):

@@ -85,14 +85,178 @@ STOP = ["<|eot_id|>"]
 TRIGGERS = [{"type": 1, "value": "<function="}]
 PRESERVED_TOKENS = ["<|eot_id|>", "</function>", "<|eom_id|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "function="\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<f] | "f" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "f" content-body-2-1\n'
+    'content-body-2-0 ::= [^<u] | "u" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "u" content-body-3-1\n'
+    'content-body-3-0 ::= [^<n] | "n" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "n" content-body-4-1\n'
+    'content-body-4-0 ::= [^<c] | "c" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "c" content-body-5-1\n'
+    'content-body-5-0 ::= [^<t] | "t" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "t" content-body-6-1\n'
+    'content-body-6-0 ::= [^<i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<n] | "n" [^<=]\n'
+    'content-body-8-1 ::= [<] | "n" [<]\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<function=" ws tool-name ws ">" ws "{" ws\n'
+    'call-next-part ::= ws "</function>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws ">" ws "{" ws\n'
+    'calls-rest-part ::= ws "</function>"\n'
+    "calls-rest ::= arguments-open-2 json-members calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "function="\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<f] | "f" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "f" content-body-2-1\n'
+    'content-body-2-0 ::= [^<u] | "u" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "u" content-body-3-1\n'
+    'content-body-3-0 ::= [^<n] | "n" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "n" content-body-4-1\n'
+    'content-body-4-0 ::= [^<c] | "c" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "c" content-body-5-1\n'
+    'content-body-5-0 ::= [^<t] | "t" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "t" content-body-6-1\n'
+    'content-body-6-0 ::= [^<i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<n] | "n" [^<=]\n'
+    'content-body-8-1 ::= [<] | "n" [<]\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<function=" ws tool-name ws ">" ws "{" ws\n'
+    'call-next-part ::= ws "</function>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws ">" ws "{" ws\n'
+    'calls-rest-part ::= ws "</function>"\n'
+    "calls-rest ::= arguments-open-2 json-members calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    "tool-name ::= [^\\x00- >\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<function=" ws tool-name ws ">" ws "{" ws\n'
+    'call-next-part ::= ws "</function>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= "<function=" ws tool-name ws ">" ws "{" ws\n'
+    'calls-root-part ::= ws "</function>"\n'
+    "calls-root ::= arguments-open-2 json-members calls-root-part calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -111,16 +275,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -92,28 +92,159 @@ SPEC = {
         "end_of_turn_after_calls": [],
     },
     "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
-    "grammar": {"triggers": [], "preserved_tokens": ["all", "<|eot_id|>"]},
+    "grammar": {
+        "triggers": [
+            {
+                "type": "pattern_full",
+                "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+            }
+        ],
+        "preserved_tokens": ["all", "<|eot_id|>"],
+    },
     "review": [],
     "overrides": [],
 }
 STOP = ["<|eot_id|>"]
-TRIGGERS = []
+TRIGGERS = [
+    {
+        "type": 3,
+        "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+    }
+]
 PRESERVED_TOKENS = ["all", "<|eot_id|>"]
 _GRAMMAR_THINKING = (
-    'root ::= ws content ( "<|eot_id|>" ws )?\n'
+    "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "any ::= [^\\x00]*\n"
-    'content ::= ( "all" any )?\n'
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-open-any ::= ws "all" any end\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws ">>>" ws tool-name ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "{" ws\n'
+    "calls-full ::= arguments-open-2 json-members calls-more\n"
+    "reply ::= content-open-any | calls-full | end\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ws content ( "<|eot_id|>" ws )?\n'
+    "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "any ::= [^\\x00]*\n"
-    'content ::= ( "all" any )?\n'
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-open-any ::= ws "all" any end\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws ">>>" ws tool-name ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "{" ws\n'
+    "calls-full ::= arguments-open-2 json-members calls-more\n"
+    "reply ::= content-open-any | calls-full | end\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-full\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws ">>>" ws tool-name ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "{" ws\n'
+    "calls-full ::= arguments-open-2 json-members calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -143,16 +274,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

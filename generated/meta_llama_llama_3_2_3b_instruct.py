@@ -74,22 +74,183 @@ SPEC = {
         "end_of_turn_after_calls": [],
     },
     "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
-    "grammar": {"triggers": [], "preserved_tokens": ["<|eot_id|>"]},
+    "grammar": {
+        "triggers": [
+            {
+                "type": "pattern_full",
+                "value": '[ \\t\\n\\r]*(\\{[ \\t\\n\\r]*"name"[ \\t\\n\\r]*:[\\s\\S]*)',
+            }
+        ],
+        "preserved_tokens": ["<|eot_id|>"],
+    },
     "review": [],
     "overrides": [],
 }
 STOP = ["<|eot_id|>"]
-TRIGGERS = []
+TRIGGERS = [
+    {"type": 3, "value": '[ \\t\\n\\r]*(\\{[ \\t\\n\\r]*"name"[ \\t\\n\\r]*:[\\s\\S]*)'}
+]
 PRESERVED_TOKENS = ["<|eot_id|>"]
 _GRAMMAR_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-body ::= [\\t\\n\\r ]* ( [^\\t\\n\\r {] any | "{" [\\t\\n\\r ]* ( [^\\t\\n\\r \\"] any | "\\"" ( [^n] any | "n" ( [^a] any | "a" ( [^m] any | "m" ( [^e] any | "e" ( [^\\"] any | "\\"" [\\t\\n\\r ]* ( [^\\t\\n\\r :] any )? )? )? )? )? )? )? )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\np] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    "calls-full ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | calls-full\n"
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= any ( "<|eot_id|>" ws )?\n' "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'content-body ::= [\\t\\n\\r ]* ( [^\\t\\n\\r {] any | "{" [\\t\\n\\r ]* ( [^\\t\\n\\r \\"] any | "\\"" ( [^n] any | "n" ( [^a] any | "a" ( [^m] any | "m" ( [^e] any | "e" ( [^\\"] any | "\\"" [\\t\\n\\r ]* ( [^\\t\\n\\r :] any )? )? )? )? )? )? )? )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\np] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    "calls-full ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | calls-full\n"
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-full\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | "p" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "t" ( "\\"" | "e" ( "\\"" | "r" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\np] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    "calls-full ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1])
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -108,16 +269,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

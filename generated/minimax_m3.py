@@ -118,9 +118,124 @@ PRESERVED_TOKENS = [
     "</tool_call>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "<mm:think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "[e~[" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "[e~[" ws )?\n'
+    'content-body ::= content-body-0-0* ( "]" content-body-1-1* ( "<" content-body-2-2* ( "]" ( "m" ( "i" ( "n" ( "i" ( "m" ( "a" ( "x" ( "[" ( ">" ( "[" ( "<" ( "t" ( "o" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "]" content-body-1-1* "<" content-body-2-2* "]minimax[>[<to" content-trig-from-16\n'
+    'content-body-from-32 ::= ( "m" ( "a" ( "x" ( "[" ( ">" )? )? )? )? )?\n'
+    'content-body-from-16 ::= ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "]" ( "<" ( "]" ( "m" ( "i" ( "n" ( "i" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-32 ::= "max[>["\n'
+    'content-trig-from-16 ::= "ol_call>\\n]<]mini" content-trig-from-32\n'
+    'content-body-0-0 ::= [^\\]] | "]" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<\\]] | "<" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [\\]] | "<" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^\\]] | "]" content-body-3-0\n'
+    'content-body-2-1 ::= "]" content-body-3-1\n'
+    'content-body-2-2 ::= "]" content-body-3-2\n'
+    'content-body-3-0 ::= [^<\\]m] | "m" content-body-4-0\n'
+    'content-body-3-1 ::= [\\]] | "m" content-body-4-1\n'
+    'content-body-3-2 ::= [<] | "minimax[>[<tool_call>\\n]<]" [<]\n'
+    'content-body-4-0 ::= [^\\]i] | "i" content-body-5-0\n'
+    'content-body-4-1 ::= [\\]] | "i" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\]n] | "n" content-body-6-0\n'
+    'content-body-5-1 ::= [\\]] | "n" content-body-6-1\n'
+    'content-body-6-0 ::= [^\\]i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [\\]] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^\\]m] | "m" content-body-8-0\n'
+    'content-body-7-1 ::= [\\]] | "m" content-body-8-1\n'
+    'content-body-8-0 ::= [^\\]a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [\\]] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^\\]x] | "x" content-body-10-0\n'
+    'content-body-9-1 ::= [\\]] | "x" content-body-10-1\n'
+    'content-body-10-0 ::= [^\\x5B\\]] | "[" content-body-11-0\n'
+    'content-body-10-1 ::= [\\]] | "[" content-body-11-1\n'
+    'content-body-11-0 ::= [^>\\]] | ">" content-body-12-0\n'
+    'content-body-11-1 ::= [\\]] | ">" content-body-12-1\n'
+    'content-body-12-0 ::= [^\\x5B\\]] | "[" content-body-13-0\n'
+    'content-body-12-1 ::= [\\]] | "[" content-body-13-1\n'
+    'content-body-13-0 ::= [^<\\]] | "<" content-body-14-0\n'
+    'content-body-13-1 ::= [\\]] | "<" content-body-14-1\n'
+    'content-body-14-0 ::= [^\\]t] | "t" content-body-15-0\n'
+    'content-body-14-1 ::= [\\]] | "t" content-body-15-1\n'
+    'content-body-15-0 ::= [^\\]o] | "o" content-body-16-0\n'
+    'content-body-15-1 ::= [\\]] | "o" content-body-16-1\n'
+    'content-body-16-0 ::= [^\\]o] | "o" content-body-17-0\n'
+    'content-body-16-1 ::= [\\]] | "o" content-body-17-1\n'
+    'content-body-17-0 ::= [^\\]l] | "l" content-body-18-0\n'
+    'content-body-17-1 ::= [\\]] | "l" content-body-18-1\n'
+    'content-body-18-0 ::= [^\\]_] | "_" content-body-19-0\n'
+    'content-body-18-1 ::= [\\]] | "_" content-body-19-1\n'
+    'content-body-19-0 ::= [^\\]c] | "c" content-body-20-0\n'
+    'content-body-19-1 ::= [\\]] | "c" content-body-20-1\n'
+    'content-body-20-0 ::= [^\\]a] | "a" content-body-21-0\n'
+    'content-body-20-1 ::= [\\]] | "a" content-body-21-1\n'
+    'content-body-21-0 ::= [^\\]l] | "l" content-body-22-0\n'
+    'content-body-21-1 ::= [\\]] | "l" content-body-22-1\n'
+    'content-body-22-0 ::= [^\\]l] | "l" content-body-23-0\n'
+    'content-body-22-1 ::= [\\]] | "l" content-body-23-1\n'
+    'content-body-23-0 ::= [^>\\]] | ">" content-body-24-0\n'
+    'content-body-23-1 ::= [\\]] | ">" content-body-24-1\n'
+    'content-body-24-0 ::= [^\\n\\]] | "\\n" content-body-25-0\n'
+    'content-body-24-1 ::= [\\]] | "\\n]" content-body-26-1\n'
+    'content-body-25-0 ::= [^\\]] | "]" content-body-26-0\n'
+    'content-body-26-0 ::= [^<\\]] | "<" content-body-27-0\n'
+    'content-body-26-1 ::= [\\]] | "<]" content-body-28-1\n'
+    'content-body-27-0 ::= [^\\]] | "]" content-body-28-0\n'
+    'content-body-28-0 ::= [^<\\]m] | "m" content-body-29-0\n'
+    'content-body-28-1 ::= [\\]] | "m" content-body-29-1\n'
+    'content-body-29-0 ::= [^\\]i] | "i" content-body-30-0\n'
+    'content-body-29-1 ::= [\\]] | "i" content-body-30-1\n'
+    'content-body-30-0 ::= [^\\]n] | "n" content-body-31-0\n'
+    'content-body-30-1 ::= [\\]] | "n" content-body-31-1\n'
+    'content-body-31-0 ::= [^\\]i] | "i" content-body-32-0\n'
+    'content-body-31-1 ::= [\\]] | "i" content-body-32-1\n'
+    'content-body-32-0 ::= [^\\]m] | "m" content-body-33-0\n'
+    'content-body-32-1 ::= [\\]] | "m" content-body-33-1\n'
+    'content-body-33-0 ::= [^\\]a] | "a" content-body-34-0\n'
+    'content-body-33-1 ::= [\\]] | "a" content-body-34-1\n'
+    'content-body-34-0 ::= [^\\]x] | "x" content-body-35-0\n'
+    'content-body-34-1 ::= [\\]] | "x" content-body-35-1\n'
+    'content-body-35-0 ::= [^\\x5B\\]] | "[" content-body-36-0\n'
+    'content-body-35-1 ::= [\\]] | "[" content-body-36-1\n'
+    'content-body-36-0 ::= [^>\\]] | ">" [^\\x5B\\]]\n'
+    'content-body-36-1 ::= [\\]] | ">" [\\]]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    "argument-key ::= [^\\x00- >\\x5B\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "]" argument-value-1-1* "<" argument-value-2-2* "]minimax[>[</"\n'
+    'argument-value-0-0 ::= [^\\]] | "]" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^<\\]] | "<" argument-value-2-2* argument-value-2-0\n'
+    'argument-value-1-1 ::= [\\]] | "<" argument-value-2-2* argument-value-2-1\n'
+    'argument-value-2-0 ::= [^\\]] | "]" argument-value-3-0\n'
+    'argument-value-2-1 ::= "]" argument-value-3-1\n'
+    'argument-value-2-2 ::= "]" [<]\n'
+    'argument-value-3-0 ::= [^<\\]m] | "m" argument-value-4-0\n'
+    'argument-value-3-1 ::= [\\]] | "m" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^\\]i] | "i" argument-value-5-0\n'
+    'argument-value-4-1 ::= [\\]] | "i" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^\\]n] | "n" argument-value-6-0\n'
+    'argument-value-5-1 ::= [\\]] | "n" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^\\]i] | "i" argument-value-7-0\n'
+    'argument-value-6-1 ::= [\\]] | "i" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^\\]m] | "m" argument-value-8-0\n'
+    'argument-value-7-1 ::= [\\]] | "m" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^\\]a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [\\]] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^\\]x] | "x" argument-value-10-0\n'
+    'argument-value-9-1 ::= [\\]] | "x" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^\\x5B\\]] | "[" argument-value-11-0\n'
+    'argument-value-10-1 ::= [\\]] | "[" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^>\\]] | ">" argument-value-12-0\n'
+    'argument-value-11-1 ::= [\\]] | ">" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^\\x5B\\]] | "[" argument-value-13-0\n'
+    'argument-value-12-1 ::= [\\]] | "[" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<\\]] | "<" [^/\\]]\n'
+    'argument-value-13-1 ::= [\\]] | "<" [\\]]\n'
+    'argument ::= ws "[<" ws argument-key ws ">" argument-value-closed argument-key ">]<]minimax[>"\n'
+    'call-next ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>["\n'
+    'calls-more ::= call-next* ( ws ( "[e~[" | "</tool_call>" ) )* end\n'
+    'calls-rest ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>[" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "m" ( "m" ( ":" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/mm:think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -142,11 +257,128 @@ _GRAMMAR_THINKING = (
     'reasoning-body-8-1 ::= [<] | "n" reasoning-body-9-1\n'
     'reasoning-body-9-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-9-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<mm:think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<mm:think>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<mm:think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "[e~[" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "[e~[" ws )?\n'
+    'content-body ::= content-body-0-0* ( "]" content-body-1-1* ( "<" content-body-2-2* ( "]" ( "m" ( "i" ( "n" ( "i" ( "m" ( "a" ( "x" ( "[" ( ">" ( "[" ( "<" ( "t" ( "o" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "]" content-body-1-1* "<" content-body-2-2* "]minimax[>[<to" content-trig-from-16\n'
+    'content-body-from-32 ::= ( "m" ( "a" ( "x" ( "[" ( ">" )? )? )? )? )?\n'
+    'content-body-from-16 ::= ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "]" ( "<" ( "]" ( "m" ( "i" ( "n" ( "i" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig-from-32 ::= "max[>["\n'
+    'content-trig-from-16 ::= "ol_call>\\n]<]mini" content-trig-from-32\n'
+    'content-body-0-0 ::= [^\\]] | "]" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<\\]] | "<" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [\\]] | "<" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^\\]] | "]" content-body-3-0\n'
+    'content-body-2-1 ::= "]" content-body-3-1\n'
+    'content-body-2-2 ::= "]" content-body-3-2\n'
+    'content-body-3-0 ::= [^<\\]m] | "m" content-body-4-0\n'
+    'content-body-3-1 ::= [\\]] | "m" content-body-4-1\n'
+    'content-body-3-2 ::= [<] | "minimax[>[<tool_call>\\n]<]" [<]\n'
+    'content-body-4-0 ::= [^\\]i] | "i" content-body-5-0\n'
+    'content-body-4-1 ::= [\\]] | "i" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\]n] | "n" content-body-6-0\n'
+    'content-body-5-1 ::= [\\]] | "n" content-body-6-1\n'
+    'content-body-6-0 ::= [^\\]i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [\\]] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^\\]m] | "m" content-body-8-0\n'
+    'content-body-7-1 ::= [\\]] | "m" content-body-8-1\n'
+    'content-body-8-0 ::= [^\\]a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [\\]] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^\\]x] | "x" content-body-10-0\n'
+    'content-body-9-1 ::= [\\]] | "x" content-body-10-1\n'
+    'content-body-10-0 ::= [^\\x5B\\]] | "[" content-body-11-0\n'
+    'content-body-10-1 ::= [\\]] | "[" content-body-11-1\n'
+    'content-body-11-0 ::= [^>\\]] | ">" content-body-12-0\n'
+    'content-body-11-1 ::= [\\]] | ">" content-body-12-1\n'
+    'content-body-12-0 ::= [^\\x5B\\]] | "[" content-body-13-0\n'
+    'content-body-12-1 ::= [\\]] | "[" content-body-13-1\n'
+    'content-body-13-0 ::= [^<\\]] | "<" content-body-14-0\n'
+    'content-body-13-1 ::= [\\]] | "<" content-body-14-1\n'
+    'content-body-14-0 ::= [^\\]t] | "t" content-body-15-0\n'
+    'content-body-14-1 ::= [\\]] | "t" content-body-15-1\n'
+    'content-body-15-0 ::= [^\\]o] | "o" content-body-16-0\n'
+    'content-body-15-1 ::= [\\]] | "o" content-body-16-1\n'
+    'content-body-16-0 ::= [^\\]o] | "o" content-body-17-0\n'
+    'content-body-16-1 ::= [\\]] | "o" content-body-17-1\n'
+    'content-body-17-0 ::= [^\\]l] | "l" content-body-18-0\n'
+    'content-body-17-1 ::= [\\]] | "l" content-body-18-1\n'
+    'content-body-18-0 ::= [^\\]_] | "_" content-body-19-0\n'
+    'content-body-18-1 ::= [\\]] | "_" content-body-19-1\n'
+    'content-body-19-0 ::= [^\\]c] | "c" content-body-20-0\n'
+    'content-body-19-1 ::= [\\]] | "c" content-body-20-1\n'
+    'content-body-20-0 ::= [^\\]a] | "a" content-body-21-0\n'
+    'content-body-20-1 ::= [\\]] | "a" content-body-21-1\n'
+    'content-body-21-0 ::= [^\\]l] | "l" content-body-22-0\n'
+    'content-body-21-1 ::= [\\]] | "l" content-body-22-1\n'
+    'content-body-22-0 ::= [^\\]l] | "l" content-body-23-0\n'
+    'content-body-22-1 ::= [\\]] | "l" content-body-23-1\n'
+    'content-body-23-0 ::= [^>\\]] | ">" content-body-24-0\n'
+    'content-body-23-1 ::= [\\]] | ">" content-body-24-1\n'
+    'content-body-24-0 ::= [^\\n\\]] | "\\n" content-body-25-0\n'
+    'content-body-24-1 ::= [\\]] | "\\n]" content-body-26-1\n'
+    'content-body-25-0 ::= [^\\]] | "]" content-body-26-0\n'
+    'content-body-26-0 ::= [^<\\]] | "<" content-body-27-0\n'
+    'content-body-26-1 ::= [\\]] | "<]" content-body-28-1\n'
+    'content-body-27-0 ::= [^\\]] | "]" content-body-28-0\n'
+    'content-body-28-0 ::= [^<\\]m] | "m" content-body-29-0\n'
+    'content-body-28-1 ::= [\\]] | "m" content-body-29-1\n'
+    'content-body-29-0 ::= [^\\]i] | "i" content-body-30-0\n'
+    'content-body-29-1 ::= [\\]] | "i" content-body-30-1\n'
+    'content-body-30-0 ::= [^\\]n] | "n" content-body-31-0\n'
+    'content-body-30-1 ::= [\\]] | "n" content-body-31-1\n'
+    'content-body-31-0 ::= [^\\]i] | "i" content-body-32-0\n'
+    'content-body-31-1 ::= [\\]] | "i" content-body-32-1\n'
+    'content-body-32-0 ::= [^\\]m] | "m" content-body-33-0\n'
+    'content-body-32-1 ::= [\\]] | "m" content-body-33-1\n'
+    'content-body-33-0 ::= [^\\]a] | "a" content-body-34-0\n'
+    'content-body-33-1 ::= [\\]] | "a" content-body-34-1\n'
+    'content-body-34-0 ::= [^\\]x] | "x" content-body-35-0\n'
+    'content-body-34-1 ::= [\\]] | "x" content-body-35-1\n'
+    'content-body-35-0 ::= [^\\x5B\\]] | "[" content-body-36-0\n'
+    'content-body-35-1 ::= [\\]] | "[" content-body-36-1\n'
+    'content-body-36-0 ::= [^>\\]] | ">" [^\\x5B\\]]\n'
+    'content-body-36-1 ::= [\\]] | ">" [\\]]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    "argument-key ::= [^\\x00- >\\x5B\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "]" argument-value-1-1* "<" argument-value-2-2* "]minimax[>[</"\n'
+    'argument-value-0-0 ::= [^\\]] | "]" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^<\\]] | "<" argument-value-2-2* argument-value-2-0\n'
+    'argument-value-1-1 ::= [\\]] | "<" argument-value-2-2* argument-value-2-1\n'
+    'argument-value-2-0 ::= [^\\]] | "]" argument-value-3-0\n'
+    'argument-value-2-1 ::= "]" argument-value-3-1\n'
+    'argument-value-2-2 ::= "]" [<]\n'
+    'argument-value-3-0 ::= [^<\\]m] | "m" argument-value-4-0\n'
+    'argument-value-3-1 ::= [\\]] | "m" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^\\]i] | "i" argument-value-5-0\n'
+    'argument-value-4-1 ::= [\\]] | "i" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^\\]n] | "n" argument-value-6-0\n'
+    'argument-value-5-1 ::= [\\]] | "n" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^\\]i] | "i" argument-value-7-0\n'
+    'argument-value-6-1 ::= [\\]] | "i" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^\\]m] | "m" argument-value-8-0\n'
+    'argument-value-7-1 ::= [\\]] | "m" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^\\]a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [\\]] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^\\]x] | "x" argument-value-10-0\n'
+    'argument-value-9-1 ::= [\\]] | "x" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^\\x5B\\]] | "[" argument-value-11-0\n'
+    'argument-value-10-1 ::= [\\]] | "[" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^>\\]] | ">" argument-value-12-0\n'
+    'argument-value-11-1 ::= [\\]] | ">" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^\\x5B\\]] | "[" argument-value-13-0\n'
+    'argument-value-12-1 ::= [\\]] | "[" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<\\]] | "<" [^/\\]]\n'
+    'argument-value-13-1 ::= [\\]] | "<" [\\]]\n'
+    'argument ::= ws "[<" ws argument-key ws ">" argument-value-closed argument-key ">]<]minimax[>"\n'
+    'call-next ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>["\n'
+    'calls-more ::= call-next* ( ws ( "[e~[" | "</tool_call>" ) )* end\n'
+    'calls-rest ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>[" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "m" ( "m" ( ":" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/mm:think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -168,10 +400,97 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-8-1 ::= [<] | "n" reasoning-body-9-1\n'
     'reasoning-body-9-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-9-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<mm:think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<mm:think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "[e~[" ws )?\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    "argument-key ::= [^\\x00- >\\x5B\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "]" argument-value-1-1* "<" argument-value-2-2* "]minimax[>[</"\n'
+    'argument-value-0-0 ::= [^\\]] | "]" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^<\\]] | "<" argument-value-2-2* argument-value-2-0\n'
+    'argument-value-1-1 ::= [\\]] | "<" argument-value-2-2* argument-value-2-1\n'
+    'argument-value-2-0 ::= [^\\]] | "]" argument-value-3-0\n'
+    'argument-value-2-1 ::= "]" argument-value-3-1\n'
+    'argument-value-2-2 ::= "]" [<]\n'
+    'argument-value-3-0 ::= [^<\\]m] | "m" argument-value-4-0\n'
+    'argument-value-3-1 ::= [\\]] | "m" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^\\]i] | "i" argument-value-5-0\n'
+    'argument-value-4-1 ::= [\\]] | "i" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^\\]n] | "n" argument-value-6-0\n'
+    'argument-value-5-1 ::= [\\]] | "n" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^\\]i] | "i" argument-value-7-0\n'
+    'argument-value-6-1 ::= [\\]] | "i" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^\\]m] | "m" argument-value-8-0\n'
+    'argument-value-7-1 ::= [\\]] | "m" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^\\]a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [\\]] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^\\]x] | "x" argument-value-10-0\n'
+    'argument-value-9-1 ::= [\\]] | "x" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^\\x5B\\]] | "[" argument-value-11-0\n'
+    'argument-value-10-1 ::= [\\]] | "[" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^>\\]] | ">" argument-value-12-0\n'
+    'argument-value-11-1 ::= [\\]] | ">" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^\\x5B\\]] | "[" argument-value-13-0\n'
+    'argument-value-12-1 ::= [\\]] | "[" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<\\]] | "<" [^/\\]]\n'
+    'argument-value-13-1 ::= [\\]] | "<" [\\]]\n'
+    'argument ::= ws "[<" ws argument-key ws ">" argument-value-closed argument-key ">]<]minimax[>"\n'
+    'call-next ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>["\n'
+    'calls-more ::= call-next* ( ws ( "[e~[" | "</tool_call>" ) )* end\n'
+    'calls-root ::= "]<]minimax[>[<tool_call>\\n]<]minimax[>[" ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>" argument* ws "[</invoke>\\n]<]minimax[>[" calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<mm:think>"
 REASONING_END = "</mm:think>"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -212,16 +531,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "]<]minimax[>[<tool_call>\n]<]minimax[>["

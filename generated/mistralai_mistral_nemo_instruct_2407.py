@@ -85,11 +85,219 @@ SPEC = {
 STOP = []
 TRIGGERS = [{"type": 1, "value": "[TOOL_CALLS]["}]
 PRESERVED_TOKENS = ["[TOOL_CALLS]"]
-_GRAMMAR_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
-_GRAMMAR_NO_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+_GRAMMAR_THINKING = (
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" ( "]" )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]["\n'
+    'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^T\\x5B] | "T" content-body-2-0\n'
+    'content-body-1-1 ::= [\\x5B] | "T" content-body-2-1\n'
+    'content-body-2-0 ::= [^O\\x5B] | "O" content-body-3-0\n'
+    'content-body-2-1 ::= [\\x5B] | "O" content-body-3-1\n'
+    'content-body-3-0 ::= [^O\\x5B] | "O" content-body-4-0\n'
+    'content-body-3-1 ::= [\\x5B] | "O" content-body-4-1\n'
+    'content-body-4-0 ::= [^L\\x5B] | "L" content-body-5-0\n'
+    'content-body-4-1 ::= [\\x5B] | "L" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\x5B_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [\\x5B] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^C\\x5B] | "C" content-body-7-0\n'
+    'content-body-6-1 ::= [\\x5B] | "C" content-body-7-1\n'
+    'content-body-7-0 ::= [^A\\x5B] | "A" content-body-8-0\n'
+    'content-body-7-1 ::= [\\x5B] | "A" content-body-8-1\n'
+    'content-body-8-0 ::= [^L\\x5B] | "L" content-body-9-0\n'
+    'content-body-8-1 ::= [\\x5B] | "L" content-body-9-1\n'
+    'content-body-9-0 ::= [^L\\x5B] | "L" content-body-10-0\n'
+    'content-body-9-1 ::= [\\x5B] | "L" content-body-10-1\n'
+    'content-body-10-0 ::= [^S\\x5B] | "S" content-body-11-0\n'
+    'content-body-10-1 ::= [\\x5B] | "S" [\\x5B]\n'
+    'content-body-11-0 ::= [^\\x5B\\]] | "]" [^\\x5B]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+)
+_GRAMMAR_NO_THINKING = (
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" ( "]" )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]["\n'
+    'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^T\\x5B] | "T" content-body-2-0\n'
+    'content-body-1-1 ::= [\\x5B] | "T" content-body-2-1\n'
+    'content-body-2-0 ::= [^O\\x5B] | "O" content-body-3-0\n'
+    'content-body-2-1 ::= [\\x5B] | "O" content-body-3-1\n'
+    'content-body-3-0 ::= [^O\\x5B] | "O" content-body-4-0\n'
+    'content-body-3-1 ::= [\\x5B] | "O" content-body-4-1\n'
+    'content-body-4-0 ::= [^L\\x5B] | "L" content-body-5-0\n'
+    'content-body-4-1 ::= [\\x5B] | "L" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\x5B_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [\\x5B] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^C\\x5B] | "C" content-body-7-0\n'
+    'content-body-6-1 ::= [\\x5B] | "C" content-body-7-1\n'
+    'content-body-7-0 ::= [^A\\x5B] | "A" content-body-8-0\n'
+    'content-body-7-1 ::= [\\x5B] | "A" content-body-8-1\n'
+    'content-body-8-0 ::= [^L\\x5B] | "L" content-body-9-0\n'
+    'content-body-8-1 ::= [\\x5B] | "L" content-body-9-1\n'
+    'content-body-9-0 ::= [^L\\x5B] | "L" content-body-10-0\n'
+    'content-body-9-1 ::= [\\x5B] | "L" content-body-10-1\n'
+    'content-body-10-0 ::= [^S\\x5B] | "S" content-body-11-0\n'
+    'content-body-10-1 ::= [\\x5B] | "S" [\\x5B]\n'
+    'content-body-11-0 ::= [^\\x5B\\]] | "]" [^\\x5B]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+)
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "," ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "," ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
+    'calls-more-part ::= ws "]" end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= "[TOOL_CALLS][" ws "{" ws call-other-key ws ":" ws\n'
+    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1])
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -108,16 +316,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = "[TOOL_CALLS]["

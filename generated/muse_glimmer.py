@@ -102,7 +102,12 @@ SPEC = {
     },
     "end_of_turn": {"markers": ["<|eot|>"], "tokenizer_eos": False},
     "grammar": {
-        "triggers": [{"type": "word", "value": "to="}],
+        "triggers": [
+            {
+                "type": "pattern",
+                "value": 'to=[^\\x00- <\\x7F]+<\\|message\\|><atem:function_calls>\\n<atem:invoke name="',
+            }
+        ],
         "preserved_tokens": [
             "to=self<|message|>",
             "<|eom|><|start|>assistant",
@@ -119,7 +124,12 @@ SPEC = {
     "overrides": [],
 }
 STOP = ["<|eot|>"]
-TRIGGERS = [{"type": 1, "value": "to="}]
+TRIGGERS = [
+    {
+        "type": 2,
+        "value": 'to=[^\\x00- <\\x7F]+<\\|message\\|><atem:function_calls>\\n<atem:invoke name="',
+    }
+]
 PRESERVED_TOKENS = [
     "to=self<|message|>",
     "<|eom|><|start|>assistant",
@@ -132,12 +142,61 @@ PRESERVED_TOKENS = [
     "</atem:function_calls>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "to=self<|message|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|eot|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content ::= ( "to=user<|message|>" any )?\n'
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "o" ( "m" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "om|><|start|>assistant"\n'
+    'end ::= ws ( "<|eot|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" )? )?\n'
+    'content-trig ::= content-body-0-0* "t" content-body-1-1* "o="\n'
+    'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^ot] | "o" [^=t]\n'
+    'content-body-1-1 ::= [t] | "o" [t]\n'
+    'content-open-body ::= ws "to=user<|message|>" content-body end\n'
+    'content-open-trig ::= ws "to=user<|message|>" content-trig\n'
+    'tool-name ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/atem:parameter" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= ">"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<t] | "t" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "t" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<e] | "e" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "e" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<m] | "m" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "m" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^:<] | ":" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | ":" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<p] | "p" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "p" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<r] | "r" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "r" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<a] | "a" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "a" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<m] | "m" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "m" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<e] | "e" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "e" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<t] | "t" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "t" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<e] | "e" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-15-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
+    'call-next ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>"\n'
+    'calls-more ::= call-next* ( ws "<|eot|>" )* end\n'
+    'calls-rest ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>" calls-more\n'
+    'calls-full ::= ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>" calls-more\n'
+    "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "o" ( "m" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "om|><|start|>" reasoning-closed-from-16\n'
+    'reasoning-body-from-16 ::= ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed-from-16 ::= "assistant"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
     'reasoning-body-1-0 ::= [^<|] | "|" reasoning-body-2-0\n'
     'reasoning-body-1-1 ::= [<] | "|" reasoning-body-2-1\n'
@@ -185,14 +244,65 @@ _GRAMMAR_THINKING = (
     'reasoning-body-22-1 ::= [<] | "a" reasoning-body-23-1\n'
     'reasoning-body-23-0 ::= [^<n] | "n" [^<t]\n'
     'reasoning-body-23-1 ::= [<] | "n" [<]\n'
+    'reasoning-open-closed ::= ws "to=self<|message|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "to=self<|message|>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "to=self<|message|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|eot|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content ::= ( "to=user<|message|>" any )?\n'
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "o" ( "m" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "om|><|start|>assistant"\n'
+    'end ::= ws ( "<|eot|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" )? )?\n'
+    'content-trig ::= content-body-0-0* "t" content-body-1-1* "o="\n'
+    'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^ot] | "o" [^=t]\n'
+    'content-body-1-1 ::= [t] | "o" [t]\n'
+    'content-open-body ::= ws "to=user<|message|>" content-body end\n'
+    'content-open-trig ::= ws "to=user<|message|>" content-trig\n'
+    'tool-name ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/atem:parameter" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= ">"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<t] | "t" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "t" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<e] | "e" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "e" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<m] | "m" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "m" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^:<] | ":" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | ":" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<p] | "p" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "p" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<r] | "r" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "r" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<a] | "a" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "a" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<m] | "m" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "m" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<e] | "e" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "e" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<t] | "t" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "t" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<e] | "e" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-15-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
+    'call-next ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>"\n'
+    'calls-more ::= call-next* ( ws "<|eot|>" )* end\n'
+    'calls-rest ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>" calls-more\n'
+    'calls-full ::= ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>" calls-more\n'
+    "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "o" ( "m" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "om|><|start|>" reasoning-closed-from-16\n'
+    'reasoning-body-from-16 ::= ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed-from-16 ::= "assistant"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
     'reasoning-body-1-0 ::= [^<|] | "|" reasoning-body-2-0\n'
     'reasoning-body-1-1 ::= [<] | "|" reasoning-body-2-1\n'
@@ -240,10 +350,101 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-22-1 ::= [<] | "a" reasoning-body-23-1\n'
     'reasoning-body-23-0 ::= [^<n] | "n" [^<t]\n'
     'reasoning-body-23-1 ::= [<] | "n" [<]\n'
+    'reasoning-open-closed ::= ws "to=self<|message|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "to=self<|message|>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|eot|>" ws )?\n'
+    'tool-name ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/atem:parameter" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= ">"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<t] | "t" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "t" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<e] | "e" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "e" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<m] | "m" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "m" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^:<] | ":" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | ":" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<p] | "p" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "p" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<a] | "a" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "a" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<r] | "r" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "r" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<a] | "a" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "a" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<m] | "m" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "m" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<e] | "e" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "e" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<t] | "t" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "t" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<e] | "e" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-15-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
+    'call-next ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>"\n'
+    'calls-more ::= call-next* ( ws "<|eot|>" )* end\n'
+    'calls-root ::= "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws argument* ws "</atem:invoke>\\n</atem:function_calls>" calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "to=self<|message|>"
 REASONING_END = "<|eom|><|start|>assistant"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -295,16 +496,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

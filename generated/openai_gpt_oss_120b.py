@@ -114,12 +114,67 @@ PRESERVED_TOKENS = [
     "<|call|>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ( ws "<|channel|>analysis<|message|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|return|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content ::= ( "<|channel|>final<|message|>" any )?\n'
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "n" ( "d" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "nd|><|start|>assistant"\n'
+    'end ::= ws ( "<|return|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" content-body-2-2* ( "=" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "s" )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "t" content-body-1-1* "o" content-body-2-2* "=functions."\n'
+    'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^ot] | "o" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [t] | "o" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^=t] | "=" content-body-3-0\n'
+    'content-body-2-1 ::= [t] | "=" content-body-3-1\n'
+    'content-body-2-2 ::= "=funct" [o]\n'
+    'content-body-3-0 ::= [^ft] | "f" content-body-4-0\n'
+    'content-body-3-1 ::= [t] | "f" content-body-4-1\n'
+    'content-body-4-0 ::= [^tu] | "u" content-body-5-0\n'
+    'content-body-4-1 ::= [t] | "u" content-body-5-1\n'
+    'content-body-5-0 ::= [^nt] | "n" content-body-6-0\n'
+    'content-body-5-1 ::= [t] | "n" content-body-6-1\n'
+    'content-body-6-0 ::= [^ct] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [t] | "ct" content-body-8-1\n'
+    'content-body-7-0 ::= [^t] | "t" content-body-8-0\n'
+    'content-body-8-0 ::= [^iot] | "i" content-body-9-0\n'
+    'content-body-8-1 ::= [t] | "i" content-body-9-1\n'
+    'content-body-9-0 ::= [^ot] | "o" content-body-10-0\n'
+    'content-body-9-1 ::= [t] | "o" content-body-10-1\n'
+    'content-body-10-0 ::= [^nt] | "n" content-body-11-0\n'
+    'content-body-10-1 ::= [t] | "n" content-body-11-1\n'
+    'content-body-11-0 ::= [^st] | "s" [^.t]\n'
+    'content-body-11-1 ::= [t] | "s" [t]\n'
+    'content-open-body ::= ws "<|channel|>final<|message|>" content-body end\n'
+    'content-open-trig ::= ws "<|channel|>final<|message|>" content-trig\n'
+    "tool-name ::= [^\\x00- <\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|call|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws "<|return|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'calls-rest-part ::= ws "<|call|>"\n'
+    "calls-rest ::= arguments-open-2 json-members calls-rest-part calls-more\n"
+    'calls-full-part ::= ws "<|call|>"\n'
+    "calls-full ::= arguments-open json-members calls-full-part calls-more\n"
+    "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "n" ( "d" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "nd|><|start|>" reasoning-closed-from-16\n'
+    'reasoning-body-from-16 ::= ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed-from-16 ::= "assistant"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
     'reasoning-body-1-0 ::= [^<|] | "|" reasoning-body-2-0\n'
     'reasoning-body-1-1 ::= [<] | "|" reasoning-body-2-1\n'
@@ -167,14 +222,71 @@ _GRAMMAR_THINKING = (
     'reasoning-body-22-1 ::= [<] | "a" reasoning-body-23-1\n'
     'reasoning-body-23-0 ::= [^<n] | "n" [^<t]\n'
     'reasoning-body-23-1 ::= [<] | "n" [<]\n'
+    'reasoning-open-closed ::= ws "<|channel|>analysis<|message|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<|channel|>analysis<|message|>" reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<|channel|>analysis<|message|>" ( reasoning-closed ws content | reasoning-body ) | ws content ) ( "<|return|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
-    'content ::= ( "<|channel|>final<|message|>" any )?\n'
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "n" ( "d" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "nd|><|start|>assistant"\n'
+    'end ::= ws ( "<|return|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" content-body-2-2* ( "=" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "s" )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "t" content-body-1-1* "o" content-body-2-2* "=functions."\n'
+    'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^ot] | "o" content-body-2-2* content-body-2-0\n'
+    'content-body-1-1 ::= [t] | "o" content-body-2-2* content-body-2-1\n'
+    'content-body-2-0 ::= [^=t] | "=" content-body-3-0\n'
+    'content-body-2-1 ::= [t] | "=" content-body-3-1\n'
+    'content-body-2-2 ::= "=funct" [o]\n'
+    'content-body-3-0 ::= [^ft] | "f" content-body-4-0\n'
+    'content-body-3-1 ::= [t] | "f" content-body-4-1\n'
+    'content-body-4-0 ::= [^tu] | "u" content-body-5-0\n'
+    'content-body-4-1 ::= [t] | "u" content-body-5-1\n'
+    'content-body-5-0 ::= [^nt] | "n" content-body-6-0\n'
+    'content-body-5-1 ::= [t] | "n" content-body-6-1\n'
+    'content-body-6-0 ::= [^ct] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [t] | "ct" content-body-8-1\n'
+    'content-body-7-0 ::= [^t] | "t" content-body-8-0\n'
+    'content-body-8-0 ::= [^iot] | "i" content-body-9-0\n'
+    'content-body-8-1 ::= [t] | "i" content-body-9-1\n'
+    'content-body-9-0 ::= [^ot] | "o" content-body-10-0\n'
+    'content-body-9-1 ::= [t] | "o" content-body-10-1\n'
+    'content-body-10-0 ::= [^nt] | "n" content-body-11-0\n'
+    'content-body-10-1 ::= [t] | "n" content-body-11-1\n'
+    'content-body-11-0 ::= [^st] | "s" [^.t]\n'
+    'content-body-11-1 ::= [t] | "s" [t]\n'
+    'content-open-body ::= ws "<|channel|>final<|message|>" content-body end\n'
+    'content-open-trig ::= ws "<|channel|>final<|message|>" content-trig\n'
+    "tool-name ::= [^\\x00- <\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|call|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws "<|return|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'calls-rest-part ::= ws "<|call|>"\n'
+    "calls-rest ::= arguments-open-2 json-members calls-rest-part calls-more\n"
+    'calls-full-part ::= ws "<|call|>"\n'
+    "calls-full ::= arguments-open json-members calls-full-part calls-more\n"
+    "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "n" ( "d" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|e" reasoning-body-3-3* "nd|><|start|>" reasoning-closed-from-16\n'
+    'reasoning-body-from-16 ::= ( "a" ( "s" ( "s" ( "i" ( "s" ( "t" ( "a" ( "n" )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed-from-16 ::= "assistant"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
     'reasoning-body-1-0 ::= [^<|] | "|" reasoning-body-2-0\n'
     'reasoning-body-1-1 ::= [<] | "|" reasoning-body-2-1\n'
@@ -222,10 +334,86 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-22-1 ::= [<] | "a" reasoning-body-23-1\n'
     'reasoning-body-23-0 ::= [^<n] | "n" [^<t]\n'
     'reasoning-body-23-1 ::= [<] | "n" [<]\n'
+    'reasoning-open-closed ::= ws "<|channel|>analysis<|message|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<|channel|>analysis<|message|>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|return|>" ws )?\n'
+    "tool-name ::= [^\\x00- <\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'call-next-part ::= ws "<|call|>"\n'
+    "call-next ::= arguments-open json-members call-next-part\n"
+    'calls-more-part ::= ( ws "<|return|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
+    'calls-root-part ::= ws "<|call|>"\n'
+    "calls-root ::= arguments-open-2 json-members calls-root-part calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<|channel|>analysis<|message|>"
 REASONING_END = "<|end|><|start|>assistant"
 OPENED_BY_PROMPT = {True: False, False: False}
@@ -277,16 +465,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

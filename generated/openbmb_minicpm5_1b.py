@@ -112,9 +112,61 @@ STOP = ["<|im_end|>"]
 TRIGGERS = [{"type": 1, "value": '<function name="'}]
 PRESERVED_TOKENS = ["<think>", "</think>", "<|im_end|>", "</param>", "</function>"]
 _GRAMMAR_THINKING = (
-    'root ::= ws "<think>"? ( reasoning-closed ws any | reasoning-body ) ( "<|im_end|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<f] | "f" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "f" content-body-2-1\n'
+    'content-body-2-0 ::= [^<u] | "u" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "u" content-body-3-1\n'
+    'content-body-3-0 ::= [^<n] | "n" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "n" content-body-4-1\n'
+    'content-body-4-0 ::= [^<c] | "c" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "c" content-body-5-1\n'
+    'content-body-5-0 ::= [^<t] | "t" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "t" content-body-6-1\n'
+    'content-body-6-0 ::= [^<i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<n] | "n" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "n" content-body-9-1\n'
+    'content-body-9-0 ::= [^ <] | " " content-body-10-0\n'
+    'content-body-9-1 ::= [<] | " " content-body-10-1\n'
+    'content-body-10-0 ::= [^<n] | "n" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "n" content-body-11-1\n'
+    'content-body-11-0 ::= [^<a] | "a" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "a" content-body-12-1\n'
+    'content-body-12-0 ::= [^<m] | "m" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "m" content-body-13-1\n'
+    'content-body-13-0 ::= [^<e] | "e" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "e" content-body-14-1\n'
+    'content-body-14-0 ::= [^<=] | "=" [^\\"<]\n'
+    'content-body-14-1 ::= [<] | "=" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/param>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" [^<>]\n'
+    'argument-value-6-1 ::= [<] | "m" [<]\n'
+    'argument ::= ws "<param name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'call-next ::= ws "<function name=\\"" ws tool-name ws "\\">" argument* ws "</function>"\n'
+    'calls-more ::= call-next* ( ws "<|im_end|>" )* end\n'
+    'calls-rest ::= ws tool-name ws "\\">" argument* ws "</function>" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -130,11 +182,65 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<|im_end|>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<f] | "f" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "f" content-body-2-1\n'
+    'content-body-2-0 ::= [^<u] | "u" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "u" content-body-3-1\n'
+    'content-body-3-0 ::= [^<n] | "n" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "n" content-body-4-1\n'
+    'content-body-4-0 ::= [^<c] | "c" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "c" content-body-5-1\n'
+    'content-body-5-0 ::= [^<t] | "t" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "t" content-body-6-1\n'
+    'content-body-6-0 ::= [^<i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<n] | "n" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "n" content-body-9-1\n'
+    'content-body-9-0 ::= [^ <] | " " content-body-10-0\n'
+    'content-body-9-1 ::= [<] | " " content-body-10-1\n'
+    'content-body-10-0 ::= [^<n] | "n" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "n" content-body-11-1\n'
+    'content-body-11-0 ::= [^<a] | "a" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "a" content-body-12-1\n'
+    'content-body-12-0 ::= [^<m] | "m" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "m" content-body-13-1\n'
+    'content-body-13-0 ::= [^<e] | "e" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "e" content-body-14-1\n'
+    'content-body-14-0 ::= [^<=] | "=" [^\\"<]\n'
+    'content-body-14-1 ::= [<] | "=" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/param>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" [^<>]\n'
+    'argument-value-6-1 ::= [<] | "m" [<]\n'
+    'argument ::= ws "<param name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'call-next ::= ws "<function name=\\"" ws tool-name ws "\\">" argument* ws "</function>"\n'
+    'calls-more ::= call-next* ( ws "<|im_end|>" )* end\n'
+    'calls-rest ::= ws tool-name ws "\\">" argument* ws "</function>" calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -150,10 +256,82 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/param>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" [^<>]\n'
+    'argument-value-6-1 ::= [<] | "m" [<]\n'
+    'argument ::= ws "<param name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'call-next ::= ws "<function name=\\"" ws tool-name ws "\\">" argument* ws "</function>"\n'
+    'calls-more ::= call-next* ( ws "<|im_end|>" )* end\n'
+    'calls-root ::= "<function name=\\"" ws tool-name ws "\\">" argument* ws "</function>" calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
@@ -194,16 +372,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

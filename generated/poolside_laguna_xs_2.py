@@ -118,9 +118,59 @@ PRESERVED_TOKENS = [
     "</tool_call>",
 ]
 _GRAMMAR_THINKING = (
-    'root ::= ws "<think>"? ( reasoning-closed ws any | reasoning-body ) ( "</assistant>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "</assistant>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    "argument-key ::= [^\\x00- <\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<r] | "r" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "r" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<g] | "g" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "g" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<_] | "_" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "_" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<v] | "v" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "v" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<a] | "a" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "a" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<l] | "l" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "l" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<u] | "u" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "e" [<]\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
+    'call-next ::= ws "<tool_call>" ws tool-name ws argument* ws "</tool_call>" ws\n'
+    'calls-more ::= call-next* ( ws "</assistant>" )* end\n'
+    'calls-rest ::= ws tool-name ws argument* ws "</tool_call>" ws calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -136,11 +186,63 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "</assistant>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "</assistant>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    "argument-key ::= [^\\x00- <\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<r] | "r" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "r" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<g] | "g" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "g" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<_] | "_" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "_" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<v] | "v" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "v" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<a] | "a" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "a" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<l] | "l" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "l" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<u] | "u" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "e" [<]\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
+    'call-next ::= ws "<tool_call>" ws tool-name ws argument* ws "</tool_call>" ws\n'
+    'calls-more ::= call-next* ( ws "</assistant>" )* end\n'
+    'calls-rest ::= ws tool-name ws argument* ws "</tool_call>" ws calls-more\n'
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -156,10 +258,90 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "</assistant>" ws )?\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    "argument-key ::= [^\\x00- <\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<r] | "r" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "r" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<g] | "g" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "g" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<_] | "_" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "_" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<v] | "v" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "v" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<a] | "a" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "a" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<l] | "l" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "l" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<u] | "u" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "e" [<]\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
+    'call-next ::= ws "<tool_call>" ws tool-name ws argument* ws "</tool_call>" ws\n'
+    'calls-more ::= call-next* ( ws "</assistant>" )* end\n'
+    'calls-root ::= "<tool_call>" ws tool-name ws argument* ws "</tool_call>" ws calls-more\n'
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
@@ -200,16 +382,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -106,9 +106,67 @@ STOP = ["<sep>"]
 TRIGGERS = [{"type": 1, "value": "<tool_call>"}]
 PRESERVED_TOKENS = ["<think>", "</think>", "<sep>", "<tool_call>", "</tool_call>"]
 _GRAMMAR_THINKING = (
-    'root ::= ws "<think>"? ( reasoning-closed ws any | reasoning-body ) ( "<sep>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<sep>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "<tool_call>" ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    'call-next-part ::= ws "</tool_call>"\n'
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) call-next-part\n"
+    'calls-more-part ::= ( ws "<sep>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    'calls-rest-part ::= ws "</tool_call>"\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -124,11 +182,71 @@ _GRAMMAR_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 _GRAMMAR_NO_THINKING = (
-    'root ::= ( ws "<think>" ( reasoning-closed ws any | reasoning-body ) | any ) ( "<sep>" ws )?\n'
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
+    'end ::= ws ( "<sep>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "<tool_call>" ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    'call-next-part ::= ws "</tool_call>"\n'
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) call-next-part\n"
+    'calls-more-part ::= ( ws "<sep>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= ws "{" ws call-other-key ws ":" ws\n'
+    'calls-rest-part ::= ws "</tool_call>"\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -144,10 +262,98 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<sep>" ws )?\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    'call-other-key ::= "\\"" ( "\\"" | "a" ( "\\"" | "r" ( "\\"" | "g" ( "\\"" | "u" ( "\\"" | "m" ( "\\"" | "e" ( "\\"" | "n" ( "\\"" | "t" ( "\\"" | "s" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\s] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\t] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\n] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\u] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\g] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\r] json-char* "\\"" | json-escape json-char* "\\"" ) | "n" ( "\\"" | "a" ( "\\"" | "m" ( "\\"" | "e" ( [^\\x00-\\x1F\\"\\\\] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\e] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\m] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\a] json-char* "\\"" | json-escape json-char* "\\"" ) | [^\\x00-\\x1F\\"\\\\an] json-char* "\\"" | json-escape json-char* "\\"" )\n'
+    'call-first-name ::= ws "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-other ::= ws "," ws call-other-key ws ":" ws\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= ( call-then-other json-value )* json-close\n"
+    "call-10 ::= ( call-then-other json-value )* call-then-arguments json-object call-11\n"
+    'call-first-arguments ::= ws "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= ( call-then-other json-value )* call-then-name call-11\n"
+    'call-first-other ::= ws "<tool_call>" ws "{" ws call-other-key ws ":" ws\n'
+    "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
+    'call-next-part ::= ws "</tool_call>"\n'
+    "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 ) call-next-part\n"
+    'calls-more-part ::= ( ws "<sep>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-first-other-2 ::= "<tool_call>" ws "{" ws call-other-key ws ":" ws\n'
+    'calls-root-part ::= ws "</tool_call>"\n'
+    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 json-object call-01 | call-first-other-2 json-value call-00 ) calls-root-part calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1])
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 REASONING_START = "<think>"
 REASONING_END = "</think>"
 OPENED_BY_PROMPT = {True: True, False: False}
@@ -188,16 +394,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -84,11 +84,181 @@ SPEC = {
 STOP = []
 TRIGGERS = [{"type": 1, "value": "[TOOL_CALLS]"}]
 PRESERVED_TOKENS = ["[TOOL_CALLS]", "[ARGS]"]
-_GRAMMAR_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
-_GRAMMAR_NO_THINKING = "root ::= any\n" "ws ::= [ \\t\\n\\r]*\n" "any ::= [^\\x00]*\n"
+_GRAMMAR_THINKING = (
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
+    'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^T\\x5B] | "T" content-body-2-0\n'
+    'content-body-1-1 ::= [\\x5B] | "T" content-body-2-1\n'
+    'content-body-2-0 ::= [^O\\x5B] | "O" content-body-3-0\n'
+    'content-body-2-1 ::= [\\x5B] | "O" content-body-3-1\n'
+    'content-body-3-0 ::= [^O\\x5B] | "O" content-body-4-0\n'
+    'content-body-3-1 ::= [\\x5B] | "O" content-body-4-1\n'
+    'content-body-4-0 ::= [^L\\x5B] | "L" content-body-5-0\n'
+    'content-body-4-1 ::= [\\x5B] | "L" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\x5B_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [\\x5B] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^C\\x5B] | "C" content-body-7-0\n'
+    'content-body-6-1 ::= [\\x5B] | "C" content-body-7-1\n'
+    'content-body-7-0 ::= [^A\\x5B] | "A" content-body-8-0\n'
+    'content-body-7-1 ::= [\\x5B] | "A" content-body-8-1\n'
+    'content-body-8-0 ::= [^L\\x5B] | "L" content-body-9-0\n'
+    'content-body-8-1 ::= [\\x5B] | "L" content-body-9-1\n'
+    'content-body-9-0 ::= [^L\\x5B] | "L" content-body-10-0\n'
+    'content-body-9-1 ::= [\\x5B] | "L" content-body-10-1\n'
+    'content-body-10-0 ::= [^S\\x5B] | "S" [^\\x5B\\]]\n'
+    'content-body-10-1 ::= [\\x5B] | "S" [\\x5B]\n'
+    "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    "calls-more-part ::= end\n"
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "calls-rest ::= arguments-open-2 json-members calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+)
+_GRAMMAR_NO_THINKING = (
+    "root ::= reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
+    'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^T\\x5B] | "T" content-body-2-0\n'
+    'content-body-1-1 ::= [\\x5B] | "T" content-body-2-1\n'
+    'content-body-2-0 ::= [^O\\x5B] | "O" content-body-3-0\n'
+    'content-body-2-1 ::= [\\x5B] | "O" content-body-3-1\n'
+    'content-body-3-0 ::= [^O\\x5B] | "O" content-body-4-0\n'
+    'content-body-3-1 ::= [\\x5B] | "O" content-body-4-1\n'
+    'content-body-4-0 ::= [^L\\x5B] | "L" content-body-5-0\n'
+    'content-body-4-1 ::= [\\x5B] | "L" content-body-5-1\n'
+    'content-body-5-0 ::= [^\\x5B_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [\\x5B] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^C\\x5B] | "C" content-body-7-0\n'
+    'content-body-6-1 ::= [\\x5B] | "C" content-body-7-1\n'
+    'content-body-7-0 ::= [^A\\x5B] | "A" content-body-8-0\n'
+    'content-body-7-1 ::= [\\x5B] | "A" content-body-8-1\n'
+    'content-body-8-0 ::= [^L\\x5B] | "L" content-body-9-0\n'
+    'content-body-8-1 ::= [\\x5B] | "L" content-body-9-1\n'
+    'content-body-9-0 ::= [^L\\x5B] | "L" content-body-10-0\n'
+    'content-body-9-1 ::= [\\x5B] | "L" content-body-10-1\n'
+    'content-body-10-0 ::= [^S\\x5B] | "S" [^\\x5B\\]]\n'
+    'content-body-10-1 ::= [\\x5B] | "S" [\\x5B]\n'
+    "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    "calls-more-part ::= end\n"
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "calls-rest ::= arguments-open-2 json-members calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+)
 _GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}
 GBNF = _GRAMMAR_THINKING
-GBNF_TOOLS = None
+GBNF_TOOLS = (
+    "root ::= calls-root\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "call-next ::= arguments-open json-members\n"
+    "calls-more-part ::= end\n"
+    "calls-more ::= call-next* calls-more-part\n"
+    'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    "calls-root ::= arguments-open-2 json-members calls-more\n"
+)
+
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        rule if line.startswith("tool-name ::= ") else line for line in lines
+    )
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def _split_reasoning(text, enable_thinking, strict=False):
@@ -107,16 +277,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 
 
 SECTION_START = ""

@@ -133,8 +133,9 @@ def test_build_prints_progress_and_a_summary(built):
     _, code, out, err = built
     assert code == 0
     assert err.splitlines() == ["[1/2] nvidia_nemotron_nano_v2", "[2/2] qwen_qwen3_0_6b"]
-    # two specs; two modules, two grammars and the package's __init__.py
-    assert out == "2 templates: 2 specs and 5 generated files changed, 0 warnings\n"
+    # two specs; two modules, two grammars, two tool-call grammars and the package's
+    # __init__.py
+    assert out == "2 templates: 2 specs and 7 generated files changed, 0 warnings\n"
 
 
 def test_rebuild_changes_nothing(tree, capsys):
@@ -260,18 +261,35 @@ def test_check_names_a_template_without_a_spec(tree, capsys):
 def test_check_names_each_drifted_generated_file(tree, capsys):
     write(QWEN_PARSER, read(QWEN_PARSER) + "# edited\n")
     os.remove("generated/nvidia_nemotron_nano_v2.gbnf")
-    write("generated/qwen_qwen3_0_6b.tools.gbnf", "root ::= x\n")  # no tool calls: no file
+    write("generated/qwen_qwen3_0_6b.tools.gbnf", "root ::= x\n")
     write("generated/retired_model.py", "")
     code, out, _ = run(capsys, *CHECK)
     assert code == 1
     assert sorted(out.splitlines()[:-1]) == [
         f"generated/nvidia_nemotron_nano_v2.gbnf: missing: {NEMOTRON_SPEC} produces it",
         f"{QWEN_PARSER}: differs from what {QWEN_SPEC} produces",
-        f"generated/qwen_qwen3_0_6b.tools.gbnf: should not exist: {QWEN_SPEC} produces no "
-        "such file",
+        f"generated/qwen_qwen3_0_6b.tools.gbnf: differs from what {QWEN_SPEC} produces",
         "generated/retired_model.py: no spec produces it",
     ]
     assert out.splitlines()[-1].startswith("4 problems")
+
+
+def test_check_names_a_tool_grammar_no_spec_produces(tree, capsys):
+    """A reviewer's override takes the tool calls out: the rebuild removes the tool-call
+    grammar, and one left behind is named."""
+    add_override(
+        QWEN_SPEC,
+        "- path: tools\n  value: {format: none}\n  reason: r\n"
+        "- path: grammar.triggers\n  value: []\n  reason: r\n",
+    )
+    tools_grammar = "generated/qwen_qwen3_0_6b.tools.gbnf"
+    assert run(capsys, *BUILD)[0] == 0 and not os.path.exists(tools_grammar)
+    write(tools_grammar, "root ::= x\n")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.splitlines()[:-1] == [
+        f"{tools_grammar}: should not exist: {QWEN_SPEC} produces no such file"
+    ]
 
 
 def test_check_names_changed_render_inputs(tree, capsys):

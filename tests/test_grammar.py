@@ -20,6 +20,7 @@ import glob
 import inspect
 import itertools
 import os
+import re
 
 import pytest
 
@@ -145,16 +146,6 @@ def test_module_grammars_compile(slug):
 # "committed" is the module's grammar(); "built" is what compiler/codegen/gbnf.py emits
 # now for the module's SPEC (the same text once generated/ is rebuilt).
 
-# Known, committed grammars only: llguidance lexes each GBNF string literal as one greedy
-# lexeme and backs off at most one byte, so when free text spelled as single-character
-# classes may be followed by a marker literal, a text holding two or more characters of
-# the marker that do not complete it ("</b>" before "</think>" or "</assistant>") is
-# rejected. A body written as one regular rule (gbnf.without with closed=) does not race.
-LEXER_RACE_FAILURES = {
-    ("nvidia_nemotron_nano_v2", "multiline_markup"),
-    ("poolside_laguna_s_2_1", "multiline_markup"),
-}
-
 CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.CONTENT_KINDS]
 SOURCES = ("committed", "built")
 
@@ -183,10 +174,6 @@ def test_round_trip_output_is_accepted(slug, kind, source):
     name = f"{slug} ({source}, thinking={kind.enable_thinking})"
     texts = [case.text] + ([case.text + module.STOP[0]] if module.STOP else [])
     rejected = [text for text in texts if not accepts(grammar, text, name)]
-    if source == "committed" and (slug, kind.name) in LEXER_RACE_FAILURES:
-        if rejected:
-            pytest.xfail("known: a marker literal races single-character lexemes")
-        return
     for text in rejected:
         pytest.fail(f"{name} rejects {text!r}: {why_rejected(grammar, text)}")
 
@@ -323,11 +310,71 @@ def test_without_exhaustive_short_texts(stop):
                 assert accepts(closed, text) == _closes_once(text, stop), repr(text)
 
 
+# Several stops at once (content that neither closes nor holds the tool-call trigger):
+# pairs that share prefixes, overlap, hold one another, or move between branches of the
+# automaton without passing its root ("abx"/"bby": "ab" + "b" continues "bby").
+STOP_SETS = [["ab", "bb"], ["abx", "bby"], ["aab", "ab"], ["xaz", "ab"], ["abc", "b"],
+             ["abab", "baa"], ["<|a|>", "<|b|>"], ["</x>", "<x>"], ["ab", "xaby"]]  # fmt: skip
+
+
+def _first_stop(text, stops):
+    """The stop whose first occurrence ends first in ``text``, if that is at its end."""
+    ends = [(text.find(s) + len(s), s) for s in stops if s in text]
+    end = min(ends)[0] if ends else None
+    return {s for e, s in ends if e == end == len(text)}
+
+
+@pytest.mark.parametrize("stops", STOP_SETS, ids=str)
+def test_without_several_stops_exhaustive(stops):
+    closing = {stop: f"closed-{index}" for index, stop in enumerate(stops)}
+    lines = gbnf.without("body", stops, closed=closing)
+    made = {line.split(" ::= ")[0] for line in lines}
+    body = "\n".join(["root ::= body"] + lines) + "\n"
+    closed = {s: "\n".join([f"root ::= {name}"] + lines) + "\n" for s, name in closing.items() if name in made}
+    alphabet = sorted(set("".join(stops))) + [OTHER]
+    for size in range(6):
+        for chars in itertools.product(alphabet, repeat=size):
+            text = "".join(chars)
+            assert accepts(body, text) == (not any(s in text for s in stops)), repr(text)
+            ending = _first_stop(text, stops)
+            for stop in stops:
+                if stop not in closed:
+                    assert stop not in ending, (stop, text)
+                else:
+                    assert accepts(closed[stop], text) == (stop in ending), (stop, text)
+
+
+def _nesting(rule: str) -> int:
+    """How deeply a rule's groups nest (strings and classes skipped)."""
+    depth = deepest = 0
+    for token in re.findall(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|[()]', rule):
+        depth += {"(": 1, ")": -1}.get(token, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_without_long_stops_nest_in_named_rules():
+    """A reader caps how deeply groups nest (lark: about 30): long markers are cut into
+    rules every few levels, and still match exactly."""
+    stops = ["<|message_sep|>\n\nfunction call<|role_sep|>", "<|open|>response<|sep|><|close|>x"]
+    lines = gbnf.without("body", stops, closed={stops[0]: "closed"})
+    assert max(map(_nesting, lines)) <= 20
+    body = "\n".join(["root ::= body"] + lines) + "\n"
+    closed = "\n".join(["root ::= closed"] + lines) + "\n"
+    for stop in stops:
+        for cut in range(len(stop) + 1):
+            text = "a" + stop[:cut] + "b"
+            assert accepts(body, text) == (cut < len(stop)), repr(text)
+    assert accepts(closed, "x" + stops[0]) and not accepts(closed, "x" + stops[0] + "y")
+
+
 def test_without_rejects_an_empty_stop():
     if not HAS_CLOSED:
         pytest.skip("the recursive without() returns no rule for an empty stop")
     with pytest.raises(ValueError):
         gbnf.without("body", "")
+    with pytest.raises(ValueError):
+        gbnf.without("body", ["a", ""])
 
 
 # ---------------------------------------------------------------------------

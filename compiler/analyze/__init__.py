@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import samples
+from .. import samples, triggers
 from ..conversation import Conversation
 from ..probe import probe
 from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER, ChatTemplate
@@ -56,13 +56,19 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     ):
         if marker and marker not in preserved:
             preserved.append(marker)
+    # The word that opens the calls, or where another marker holds it (or nothing marks
+    # a call) a pattern over the spec's call shape (compiler/triggers.py).
+    other_markers = [reasoning.start, reasoning.end, content.start, content.end, *end_of_turn]
     body = {
         "capabilities": caps.as_dict(),
         "reasoning": reasoning.section(),
         "content": content.section(),
         "tools": tools_section,
         "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
-        "grammar": {"triggers": tools.triggers, "preserved_tokens": preserved},
+        "grammar": {
+            "triggers": triggers.triggers(tools_section, other_markers),
+            "preserved_tokens": preserved,
+        },
     }
     analysis = Analysis(body, reasoning.evidence + content.evidence + tools.evidence)
     analysis.review.extend(tools.review)
@@ -83,8 +89,13 @@ def _strings(value, path=""):
 
 def _review(body: dict) -> list[dict]:
     notes = []
+    patterns = {
+        f"grammar.triggers.{index}.value"
+        for index, trigger in enumerate(body["grammar"]["triggers"])
+        if trigger["type"] != "word"
+    }
     for path, text in _strings(body):
-        if path.startswith("capabilities."):
+        if path.startswith("capabilities.") or path in patterns:
             continue
         if len(text) > LONG_MARKER:
             notes.append(

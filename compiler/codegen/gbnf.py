@@ -1,10 +1,27 @@
 """Spec → GBNF grammars, in the dialect DESIGN.md fixes (llama.cpp's, no ``.``).
 
-Every string from a template reaches the grammar through ``literal`` or ``char_class``,
-which escape it; nothing else writes template text into a grammar.
+Every string from a template reaches the grammar through ``literal`` or ``char_class``
+(or ``_class``), which escape it; nothing else writes template text into a grammar.
+
+The grammars are shaped by how llguidance reads them (tests/test_grammar.py runs them
+there, one token per byte): a rule built only from strings, classes and other such
+rules is one lexeme, lexemes are greedy, and the lexer backs off at most one byte, so
+a lexeme that could have ended two bytes before its rival dies is lost. Hence, where a
+grammar offers a choice, each alternative's first lexeme runs on until the
+alternatives part: free text is one lexeme together with the marker that ends it
+(``without``), a marker is one lexeme together with the whitespace before it and what
+follows up to the next free text or JSON value, and no alternative starts with a bare
+``ws`` of its own.
 """
 
 from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import triggers
 
 _NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CLASS_EXTRA = {"]": "\\]", "[": "\\x5B", "-": "\\x2D", "^": "\\x5E"}
@@ -25,22 +42,33 @@ def literal(text: str) -> str:
 
 
 def char_class(chars, negated: bool = False) -> str:
-    body = "".join(_escape_char(c, True) for c in sorted(set(chars)))
+    body = triggers.class_body(chars, lambda char: _escape_char(char, True))
     return "[" + ("^" if negated else "") + body + "]"
 
 
 ANY_CHAR = "[^\\x00]"
+WS = "[ \\t\\n\\r]*"
+# The rule a caller's tool names replace (``with_tool_names``).
+NAME_RULE = "tool-name"
+# Stands for the argument's key in a value suffix that repeats it (the analysis's).
+KEY_SLOT = "{key}"
 
 
-def without(rule: str, stop: str, closed: str | None = None) -> list[str]:
-    """Rules for ``rule``: any text in which ``stop`` does not occur; with ``closed``, also
-    a rule of that name: such a text followed by ``stop`` (text through the first ``stop``).
+# -- text in which given strings do not occur -------------------------------------------
 
-    Built from the automaton that tracks how much of ``stop`` the text currently ends
-    with (Knuth–Morris–Pratt): state ``k`` means the last ``k`` characters match the
-    first ``k`` of ``stop``. ``{rule}-{k}-{q}`` is a return: a walk that leaves state
-    ``k``, stays above it, and first comes back to ``k`` or below at ``q``. A text is a
-    sequence of returns to 0, then possibly a step up to 1 and returns to 1, and so on.
+
+def without(rule: str, stop, closed=None) -> list[str]:
+    """Rules for ``rule``: any text in which ``stop`` (a string, or a list of strings)
+    does not occur; with ``closed``, also a rule of that name (a dict: one per stop)
+    for such a text followed by the stop (text through the first occurrence of any
+    stop, that stop being the one). A closed rule no text can match is left out.
+
+    Built from the automaton that tracks the longest end of the text that begins some
+    stop (Aho–Corasick; one stop: Knuth–Morris–Pratt). A state's depth is that end's
+    length. ``{rule}-{u}-{v}`` is a return: a walk that leaves state ``u``, stays
+    deeper than it, and first comes back to ``u``'s depth or less at ``v``. A text is
+    a sequence of returns at depth 0, then possibly a step up to depth 1 and returns
+    there, and so on.
 
     Written with ``*`` and no recursion, so that each rule is one regular expression:
     llguidance lexes it as one lexeme (the body together with its closing marker, instead
@@ -48,79 +76,208 @@ def without(rule: str, stop: str, closed: str | None = None) -> list[str]:
     or more characters of the marker) and its Earley parser never meets right recursion
     (which it caps at a few thousand items a row).
     """
-    if not stop:
-        raise ValueError("without(): empty stop string")
-    size = len(stop)
-    fail = [0] * (size + 1)
-    k = 0
-    for i in range(1, size):
-        while k and stop[i] != stop[k]:
-            k = fail[k]
-        if stop[i] == stop[k]:
-            k += 1
-        fail[i + 1] = k
-
-    def step(state: int, char: str) -> int:
-        while state and stop[state] != char:
-            state = fail[state]
-        return state + 1 if stop[state] == char else 0
-
-    alphabet = sorted(set(stop))
-    # (k, q) -> the options of the return, each a list of items: a character of
-    # ``stop`` (a 1-tuple) or GBNF text. A return with one option, reached without a
-    # loop, is written inline rather than as a rule of its own.
-    returns: dict[tuple[int, int], list[list]] = {}
-
-    def name(state: int, target: int) -> str:
-        return f"{rule}-{state}-{target}"
-
-    def loops(state: int) -> list:
-        return [f"{name(state, state)}*"] if (state, state) in returns else []
-
-    def going_up(state: int, target: int) -> list:
-        up = [(stop[state],)] + loops(state + 1)
-        rest = returns[(state + 1, target)]
-        if len(up) == 1 and len(rest) == 1:
-            return up + rest[0]
-        return up + [name(state + 1, target)]
-
-    for state in range(size - 1, -1, -1):
-        for target in range(state + 1):
-            options = []
-            if target == 0:
-                kept = [c for c in alphabet if c == stop[state] or step(state, c) != 0]
-                options.append([char_class(kept, negated=True)])
-            else:
-                chars = [c for c in alphabet if c != stop[state] and step(state, c) == target]
-                if chars:
-                    options.append([char_class(chars)])
-            if state + 1 < size and (state + 1, target) in returns:
-                options.append(going_up(state, target))
-            if options:
-                returns[(state, target)] = options
-
-    tail: list = []
-    for state in range(size - 2, -1, -1):
-        tail = ["(", (stop[state],)] + loops(state + 1) + tail + [")?"]
-    rules = {rule: [loops(0) + tail]}
-    if closed is not None:
-        # Returns to 0, then each character of ``stop`` followed by the returns to the
-        # state it reaches (none after the last: that would be a second ``stop``).
-        items = loops(0)
-        for state in range(size):
-            items += ([] if state == 0 else loops(state)) + [(stop[state],)]
-        rules[closed] = [items]
-    # Emit the returns the rules above name (a name always points to a higher state).
-    named = _named(rules[rule] + rules.get(closed, []))
-    for (state, target), options in sorted(returns.items()):
-        if name(state, target) in named:
-            rules[name(state, target)] = options
-            named |= _named(options)
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    if closed is None:
+        closing = {}
+    elif isinstance(closed, str):
+        if len(stops) != 1:
+            raise ValueError("without(): name one closed rule per stop")
+        closing = {stops[0]: closed}
+    else:
+        closing = dict(closed)
+    rules = _Without(rule, stops).rules(closing)
     return [f"{label} ::= {' | '.join(map(_render, options))}" for label, options in rules.items()]
 
 
-def _named(options: list[list]) -> set[str]:
-    return {item.rstrip("*") for option in options for item in option if isinstance(item, str)}
+class _Without:
+    """The returns and walks of ``without``'s automaton, and the rules made of them."""
+
+    def __init__(self, rule: str, stops: list[str]):
+        if not stops or not all(stops):
+            raise ValueError("without(): empty stop string")
+        self.rule = rule
+        self.stops = stops
+        prefixes = {s[:i] for s in stops for i in range(len(s))}
+        self.live = {p for p in prefixes if not any(s in p for s in stops)}
+
+        def order(state):
+            return (len(state), min(i for i, s in enumerate(stops) if s.startswith(state)), state)
+
+        self.order = order
+        self.levels: dict[int, list[str]] = {}
+        for state in sorted(self.live, key=order):
+            self.levels.setdefault(len(state), []).append(state)
+        self.alphabet = sorted(set("".join(stops)))
+        self.steps = {(state, c): self._step(state, c) for state in self.live for c in self.alphabet}
+        self.returns: dict[tuple[str, str], list[list]] = {}
+        # (y, z) on one level -> items of the walks from y to z staying at that depth
+        # or deeper (y == z: the loops at y, possibly none).
+        self.walks: dict[tuple[str, str], list] = {}
+        # Rules that cut deep nesting (``_going_on``).
+        self.extra: dict[str, list[list]] = {}
+        for depth in sorted(self.levels, reverse=True):
+            for state in self.levels[depth]:
+                self._returns_from(state)
+            self._walks_at(depth)
+
+    def step(self, state: str, char: str):
+        """The state after ``char`` (one of the stops' characters), or None when it
+        completes a stop."""
+        return self.steps[(state, char)]
+
+    def _step(self, state: str, char: str):
+        text = state + char
+        if any(text.endswith(s) for s in self.stops):
+            return None
+        return next(text[i:] for i in range(len(text) + 1) if text[i:] in self.live)
+
+    def found(self, state: str, char: str) -> list[str]:
+        return [s for s in self.stops if (state + char).endswith(s)]
+
+    def children(self, state: str) -> list[tuple[str, str]]:
+        return [(c, state + c) for c in self.alphabet if self.step(state, c) == state + c]
+
+    def id(self, state: str) -> str:
+        level = self.levels[len(state)]
+        suffix = "" if len(level) == 1 else "abcdefghijklmnopqrstuvwxyz"[level.index(state)]
+        return f"{len(state)}{suffix}"
+
+    def name(self, state: str, target: str) -> str:
+        return f"{self.rule}-{self.id(state)}-{self.id(target)}"
+
+    def _returns_from(self, state: str) -> None:
+        for target in sorted((s for s in self.live if len(s) <= len(state)), key=self.order):
+            options = []
+            if target == "":
+                kept = [c for c in self.alphabet if self.step(state, c) != ""]
+                options.append([char_class(kept, negated=True)])
+            else:
+                chars = [c for c in self.alphabet if self.step(state, c) == target]
+                if chars:
+                    options.append([char_class(chars)])
+            for char, child in self.children(state):
+                for other in self.levels.get(len(child), []):
+                    if (child, other) in self.walks and (other, target) in self.returns:
+                        options.append(self._up(char, child, other, target))
+            if options:
+                self.returns[(state, target)] = options
+
+    def _up(self, char: str, child: str, other: str, target: str) -> list:
+        up = [(char,)] + self.walks[(child, other)]
+        rest = self.returns[(other, target)]
+        if len(up) == 1 and len(rest) == 1:
+            return up + rest[0]
+        return up + [self.name(other, target)]
+
+    def _walks_at(self, depth: int) -> None:
+        nodes = self.levels[depth]
+        crossing = [(y, z) for y in nodes for z in nodes if y != z and (y, z) in self.returns]
+        if not crossing:
+            for y in nodes:
+                self.walks[(y, y)] = [f"{self.name(y, y)}*"] if (y, y) in self.returns else []
+            return
+        # Returns that move between states of one depth: the walks are the star of that
+        # matrix (Kleene's construction over the states of the level).
+        paths = {(y, z): self.name(y, z) for y in nodes for z in nodes if (y, z) in self.returns}
+        for k in nodes:
+            # Only the star of a state's own walks is ever used, so those stay as they are.
+            loop = [_star(paths[(k, k)])] if (k, k) in paths else []
+            new = dict(paths)
+            for y in nodes:
+                for z in nodes:
+                    if (y, z) == (k, k) or (y, k) not in paths or (k, z) not in paths:
+                        continue
+                    via = " ".join(([] if y == k else [_paren(paths[(y, k)])]) + loop
+                                   + ([] if z == k else [_paren(paths[(k, z)])]))  # fmt: skip
+                    if y == k or z == k:
+                        new[(y, z)] = via
+                    else:
+                        new[(y, z)] = f"{paths[(y, z)]} | {via}" if (y, z) in paths else via
+            paths = new
+        for y in nodes:
+            for z in nodes:
+                if y == z:
+                    self.walks[(y, y)] = [_star(paths[(y, y)])] if (y, y) in paths else []
+                elif (y, z) in paths:
+                    self.walks[(y, z)] = [_paren(paths[(y, z)])]
+
+    def _going_on(self, state: str, end, label: str) -> list[list]:
+        """Options after the walks that end at ``state``: ``end(state)`` (options: how
+        the text may end there; ``[]`` for right there), or a step up and on. Every
+        few levels the rest becomes a rule ``{label}-{state}`` of its own: a grammar
+        reader caps how deeply groups nest."""
+        options = list(end(state))
+        for char, child in self.children(state):
+            for other in self.levels[len(child)]:
+                if (child, other) not in self.walks:
+                    continue
+                further = self._going_on(other, end, label)
+                if not further:
+                    continue
+                rest = _group(further)
+                if rest and len(other) % _NESTING == 0:
+                    name = f"{label}-{self.id(other)}"
+                    self.extra[name] = [rest]
+                    rest = [name]
+                options.append([(char,)] + self.walks[(child, other)] + rest)
+        return options
+
+    def rules(self, closing: dict[str, str]) -> dict[str, list[list]]:
+        def body_end(state):
+            return [[]]
+
+        body = self._going_on("", body_end, self.rule + "-from")
+        rules = {self.rule: [self.walks[("", "")] + _group(body)]}
+        for stop, label in closing.items():
+
+            def found_end(state, stop=stop):
+                chars = [c for c in self.alphabet if stop in self.found(state, c)]
+                if not chars:
+                    return []
+                return [[(chars[0],)] if len(chars) == 1 else [char_class(chars)]]
+
+            options = self._going_on("", found_end, label + "-from")
+            if options:
+                rules[label] = [self.walks[("", "")] + _group(options)]
+        rules.update(self.extra)
+        named = set().union(*(_refs(_render(o)) for options in rules.values() for o in options))
+        for (state, target), options in sorted(
+            self.returns.items(), key=lambda item: (self.order(item[0][0]), self.order(item[0][1]))
+        ):
+            if self.name(state, target) in named:
+                rules[self.name(state, target)] = options
+                named |= set().union(*(_refs(_render(o)) for o in options))
+        return rules
+
+
+# How deeply ``without`` nests groups before it names a rule.
+_NESTING = 16
+
+
+def _paren(text: str) -> str:
+    return text if re.fullmatch(r"[a-z0-9-]+", text) else f"( {text} )"
+
+
+def _star(text: str) -> str:
+    return _paren(text) + "*"
+
+
+def _joined(options: list[list]) -> list:
+    out: list = []
+    for index, option in enumerate(options):
+        out += (["|"] if index else []) + option
+    return out
+
+
+def _group(options: list[list]) -> list:
+    """Options as items: one as it is, several in parentheses; an empty option
+    makes the group optional."""
+    others = [option for option in options if option]
+    if len(others) < len(options):
+        return ["("] + _joined(others) + [")?"] if others else []
+    if len(others) == 1:
+        return others[0]
+    return ["("] + _joined(others) + [")"]
 
 
 def _render(items: list) -> str:
@@ -139,52 +296,581 @@ def _render(items: list) -> str:
     return " ".join(out)
 
 
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|[A-Za-z][A-Za-z0-9-]*')
+
+
+def _refs(body: str) -> set[str]:
+    """The rule names a rule's body refers to."""
+    return {t for t in _TOKEN.findall(body) if t[0] not in '"['}
+
+
+# -- character classes as sets ----------------------------------------------------------
+
+
+def _class(negated: bool, chars: str, repeated: bool = False) -> str:
+    return char_class(chars, negated) + ("+" if repeated else "")
+
+
+def _intersection(a: tuple[bool, str], b: tuple[bool, str]) -> tuple[bool, str]:
+    (neg_a, chars_a), (neg_b, chars_b) = a, b
+    if neg_a and neg_b:
+        return True, "".join(sorted(set(chars_a) | set(chars_b)))
+    if neg_a:
+        return False, "".join(sorted(set(chars_b) - set(chars_a)))
+    if neg_b:
+        return False, "".join(sorted(set(chars_a) - set(chars_b)))
+    return False, "".join(sorted(set(chars_a) & set(chars_b)))
+
+
+def _complement(a: tuple[bool, str]) -> tuple[bool, str]:
+    return (not a[0], a[1])
+
+
+def _union(a: tuple[bool, str], b: tuple[bool, str]) -> tuple[bool, str]:
+    return _complement(_intersection(_complement(a), _complement(b)))
+
+
+def _not_starting_with(shape: list) -> str:
+    """GBNF for any text that does not start with ``shape`` (a ``triggers`` shape)."""
+    loops: list[tuple[bool, str]] = [(False, "")]
+    steps: list[tuple[bool, str]] = []
+    for segment in shape:
+        if segment[0] == "ws":
+            loops[-1] = _union(loops[-1], (False, triggers.WS_CHARS))
+        elif segment[0] == "text":
+            for char in segment[1]:
+                steps.append((False, char))
+                loops.append((False, ""))
+        elif segment[0] == "class":
+            _, negated, chars, repeated = segment
+            steps.append((negated, chars))
+            loops.append((negated, chars) if repeated else (False, ""))
+
+    def expression(state: int) -> str:
+        loop, step = loops[state], steps[state]
+        if _intersection(loop, step) != (False, ""):
+            raise ValueError("a shape whose loops overlap its next step")
+        parts = [_class(*loop) + "*"] if loop != (False, "") else []
+        options = []
+        other = _complement(_union(loop, step))
+        if other != (False, ""):
+            options.append(f"{_class(*other)} any")
+        if state + 1 < len(steps):
+            first = literal(step[1]) if not step[0] and len(step[1]) == 1 else _class(*step)
+            options.append(f"{first} {expression(state + 1)}")
+        if options:
+            parts.append("( " + " | ".join(options) + " )?")
+        return " ".join(parts)
+
+    return expression(0)
+
+
+# -- JSON --------------------------------------------------------------------------------
+
+_JSON_RULES = {
+    "json-value": "json-object | json-array | json-string | json-number"
+    ' | "true" | "false" | "null"',
+    "json-object": "json-open json-members",
+    "json-members": "( json-member ( json-comma json-member )* )? json-close",
+    "json-member": "json-key json-value",
+    "json-key": 'json-string ws ":" ws',
+    "json-array": "json-list-open ( json-value ( json-comma json-value )* )? json-list-close",
+    "json-open": '"{" ws',
+    "json-close": 'ws "}"',
+    "json-list-open": '"[" ws',
+    "json-list-close": 'ws "]"',
+    "json-comma": 'ws "," ws',
+    "json-string": '"\\"" json-char* "\\""',
+    "json-char": '[^"\\\\\\x00-\\x1F] | json-escape',
+    "json-escape": '"\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )',
+    "json-number": '"-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
+}
+# Where the template writes Python literals, values are read as JSON or else as Python.
+_PY_RULES = {
+    "py-value": 'py-object | py-array | py-string | json-number | "true" | "false" | "null"'
+    ' | "True" | "False" | "None"',
+    "py-object": "json-open py-members",
+    "py-members": "( py-member ( json-comma py-member )* )? json-close",
+    "py-member": "py-key py-value",
+    "py-key": 'py-string ws ":" ws',
+    "py-array": "json-list-open ( py-value ( json-comma py-value )* )? json-list-close",
+    "py-string": '"\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\""'
+    " | \"'\" ( [^'\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F] )* \"'\"",
+}
+
+
+_QUOTE = literal('"')
+
+
+def _string_except(words: list[str]) -> str:
+    """GBNF for a JSON string other than the given ones (as written, escapes aside);
+    uses the ``json-`` rules."""
+    rest = f"json-char* {_QUOTE}"
+
+    def after(prefix: str) -> str:
+        nexts = sorted({w[len(prefix)] for w in words if len(w) > len(prefix) and w.startswith(prefix)})
+        options = [] if prefix in words else [_QUOTE]
+        options += [f"{literal(char)} {after(prefix + char)}" for char in nexts]
+        others = '"' + "\\" + "".join(nexts) + "".join(map(chr, range(32)))
+        options += [f"{char_class(others, True)} {rest}", f"json-escape {rest}"]
+        return "( " + " | ".join(options) + " )"
+
+    return f"{_QUOTE} {after('')}"
+
+
+# -- a spec's grammars ---------------------------------------------------------------------
+
+
+@dataclass
+class _Piece:
+    """Part of a sequence: GBNF text that is one lexeme or part of one (``terminal``),
+    or other GBNF; ``absorb`` makes the non-terminal take the terminal text before it
+    into its own first lexemes."""
+
+    text: str = ""
+    terminal: bool = True
+    absorb: Callable[[str], str] | None = None
+
+
+def _trail(text: str) -> str:
+    """For the whitespace a literal ends with (which the reader takes when it is
+    there), any whitespace: exact, it could end a lexeme inside the next one's ``ws``."""
+    return "ws" if text.strip() and text != text.rstrip() else ""
+
+
+def _marker(text: str, lead: bool = True) -> str:
+    """A literal as the generated reader matches it: as written, or with any
+    whitespace before its text (``lead``) and without the whitespace after it."""
+    core = text.strip()
+    if not core:
+        return "ws" if text and lead else ""
+    return " ".join((["ws"] if lead else []) + [literal(core)] + [_trail(text)]).strip()
+
+
+def _join(texts: list[str]) -> str:
+    """GBNF texts in a row, one ``ws`` where two would meet."""
+    out = ""
+    for text in texts:
+        text = text.strip()
+        if (out == "ws" or out.endswith(" ws")) and (text == "ws" or text.startswith("ws ")):
+            text = text[2:].strip()
+        out = f"{out} {text}".strip()
+    return out
+
+
+# What ends a bare word (a value written without quotes): as in the reader.
+_NOT_IN_WORDS = "".join(map(chr, range(0x21))) + "\x7f,;(){}[]\"'"
+
+
 def _alternatives(options: list[str]) -> str:
+    options = [o for o in options if o]
     return options[0] if len(options) == 1 else "( " + " | ".join(options) + " )"
 
 
-def build(spec: dict, *, enable_thinking: bool) -> str:
-    """The grammar of a whole output for one thinking setting."""
-    reasoning = spec["reasoning"]
-    content = spec["content"]
-    stops = spec["end_of_turn"]["markers"]
-    rules = ["ws ::= [ \\t\\n\\r]*", f"any ::= {ANY_CHAR}*"]
+class _Grammar:
+    """The rules of one grammar, built from a spec."""
 
-    # A rule made only of strings, classes and non-recursive rules is one lexeme in
-    # llguidance, and a lexeme that dies more than one byte after a rival could have
-    # ended loses the text: so ``content`` starts at its opener, never with ``ws`` (a
-    # "ws + opener" lexeme would outrun the ``ws`` in front of the reasoning opener).
-    content_name, content_rule = "any", "any"
-    if content["mode"] != "plain" and content.get("start"):
-        opener = literal(content["start"])
-        if content.get("end"):
-            rules += without("content-body", content["end"], closed="content-closed")
-            wrapped = f"{opener} ( content-closed ws | content-body )"
-        else:
-            wrapped = f"{opener} any"
-        if content["mode"] == "wrapped_with_reasoning":
-            rules.append(f"content ::= {wrapped} | any")
-        else:
-            # ``parse`` reads an output without the wrapper as empty content.
-            rules.append(f"content ::= ( {wrapped} )?")
-        content_name, content_rule = "content", "ws content"
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.tools = spec["tools"]
+        self.has_calls = self.tools["format"] != "none"
+        self.word = triggers.word(self.tools)
+        self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*"}
+        # The end of an output: whitespace, possibly an end-of-turn marker.
+        stops = [literal(stop) for stop in spec["end_of_turn"]["markers"]]
+        self.add("end", f"ws ( {_alternatives(stops)} ws )?" if stops else "ws")
 
-    mode = reasoning["mode"]
-    if mode == "none" or not reasoning.get("end"):
-        body = content_rule
-    else:
+    # rules
+
+    def add(self, name: str, body: str) -> str:
+        if self.rules.get(name, body) != body:
+            raise ValueError(f"rule {name} defined twice")
+        self.rules[name] = body
+        return name
+
+    def named(self, base: str, body: str) -> str:
+        """A rule with this body, named ``base`` (``base-2``, … when taken)."""
+        for name in [base] + [f"{base}-{n}" for n in range(2, 100)]:
+            if self.rules.get(name, body) == body:
+                return self.add(name, body)
+        raise ValueError(f"too many rules named {base}")
+
+    def extend(self, lines: list[str]) -> set[str]:
+        """Adds rules given as ``name ::= body`` lines; their names."""
+        for line in lines:
+            self.add(*line.split(" ::= ", 1))
+        return {line.split(" ::= ", 1)[0] for line in lines}
+
+    def text(self, root: str) -> str:
+        """``root ::= …`` and the rules it reaches, in the order they were made."""
+        self.rules = {"root": root, **self.rules}
+        reached, todo = set(), ["root"]
+        while todo:
+            name = todo.pop()
+            if name not in reached:
+                reached.add(name)
+                todo += sorted(_refs(self.rules[name]))
+        return "".join(f"{n} ::= {body}\n" for n, body in self.rules.items() if n in reached)
+
+    def sequence(self, name: str, pieces: list[_Piece]) -> tuple[str, bool]:
+        """GBNF for ``pieces`` in a row, and whether it is all terminal; runs of
+        terminal pieces next to other GBNF become rules ``{name}-part``, … (a lexeme
+        each)."""
+        items: list[tuple[str, bool]] = []
+        run: list[str] = []
+        for piece in pieces:
+            if piece.terminal:
+                run.append(piece.text)
+                continue
+            if piece.absorb is not None:
+                items.append((piece.absorb(_join(run)), False))
+            else:
+                if _join(run):
+                    items.append((_join(run), True))
+                items.append((piece.text, False))
+            run = []
+        if _join(run):
+            items.append((_join(run), True))
+        if all(terminal for _, terminal in items):
+            return _join([text for text, _ in items]), True
+        out = [self.named(f"{name}-part", text) if terminal else text for text, terminal in items]
+        return " ".join(out), False
+
+    # values and names
+
+    def value_rules(self, python: bool) -> str:
+        """Adds the JSON (or JSON-or-Python) value rules; their prefix."""
+        for name, body in _JSON_RULES.items():
+            self.add(name, body)
+        if python:
+            for name, body in _PY_RULES.items():
+                self.add(name, body)
+        return "py" if python else "json"
+
+    def object_piece(self, python: bool) -> _Piece:
+        """An object (after any whitespace), its opening one lexeme with what precedes."""
+        prefix = self.value_rules(python)
+
+        def absorb(lead: str) -> str:
+            opening = self.named("arguments-open", _join([lead, "ws", literal("{"), "ws"]))
+            return f"{opening} {prefix}-members"
+
+        return _Piece(terminal=False, absorb=absorb)
+
+    def hole_rule(self, name: str, parts: list[dict], hole: str) -> str:
+        """The rule of a name or id hole: the characters every such hole may hold."""
+        chars = (True, "")
+        for part in parts:
+            if part["hole"] == hole:
+                chars = _intersection(chars, triggers.name_class(part["after"]))
+        return self.add(name, _class(*chars, repeated=True))
+
+    # calls
+
+    def closer(self, text: str) -> str:
+        """A literal that closes a call or the calls; optional where it starts with an
+        end-of-turn marker, which a server stops at (the reader reads a call whose
+        closer the end of the text cut off)."""
+        core = text.strip()
+        if any(core.startswith(stop) for stop in self.spec["end_of_turn"]["markers"]):
+            return f"( {_marker(text)} )?"
+        return _marker(text)
+
+    def call_pieces(self) -> list[_Piece]:
+        """One call after its start marker (which the caller's lead holds)."""
+        call = self.tools["call"]
+        if self.tools["format"] == "json":
+            closing = self.closer(call.get("end", ""))
+            return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
+        pieces = []
+        for part in call["parts"]:
+            hole, after = part["hole"], part["after"]
+            if hole in ("name", "id"):
+                rule = NAME_RULE if hole == "name" else "call-id"
+                rule = self.hole_rule(rule, call["parts"], hole)
+                pieces.append(_Piece(_join(["ws", rule, _marker(after)])))
+            elif hole == "index":
+                pieces.append(_Piece(_join(["ws", "[0-9]+", _marker(after)])))
+            elif self.tools["arguments"]["encoding"] == "json":
+                python = self.tools["arguments"]["literal"] == "python"
+                pieces += [self.object_piece(python), _Piece(self.closer(after))]
+            else:
+                pieces += [_Piece(*self.tagged_arguments(after)), _Piece(self.closer(after))]
+        return pieces
+
+    def tagged_arguments(self, closing: str) -> tuple[str, bool]:
+        """Key/value units up to ``closing``, as the generated reader takes them; and
+        whether that is terminal."""
+        arguments = self.tools["arguments"]
+        key_end = arguments["key_end"]
+        if not key_end.strip():
+            raise ValueError("tools.arguments.key_end has no text")
+        # A key holds no space and does not start what may come instead of a unit (the
+        # separator, the closing literal): a key written without a prefix would
+        # otherwise run past them.
+        firsts = "".join(text.strip()[:1] for text in (arguments.get("separator", ""), closing))
+        chars = _intersection(triggers.name_class(key_end), (True, firsts))
+        key = self.add("argument-key", _class(*chars, repeated=True))
+        head = _join([_marker(arguments["key_prefix"]), "ws", key, "ws",
+                      _marker(key_end, lead=False)])  # fmt: skip
+        if arguments.get("value_start"):
+            # What stands between the key and the value (an attribute naming its type).
+            start = arguments["value_start"]
+            attribute = without("argument-attribute", start.strip(), closed="argument-attribute-closed")
+            self.extend(attribute)
+            head = _join([head, "argument-attribute-closed", _trail(start)])
+        separator = _marker(arguments.get("separator", ""))
+        suffix = arguments.get("value_suffix", "")
+        if suffix.strip():
+            core = suffix.strip()
+            if arguments.get("value_suffix_names_key") and KEY_SLOT in core:
+                # The closing text repeats the key: the value runs up to the part
+                # before the key (the closest this grammar gets).
+                before, _, after = core.partition(KEY_SLOT)
+            else:
+                before, after = core, None
+            self.extend(without("argument-value", before or after, closed="argument-value-closed"))
+            value = "argument-value-closed"
+            if before and after is not None:
+                value = _join([value, key, literal(after) if after else ""])
+            unit = self.add("argument", _join([head, value, _trail(suffix)]))
+            if not separator:
+                return f"{unit}*", True
+            return f"( {unit} ( {_join([separator, unit])} )* )?", True
+        # A value the reader finds the end of: a string between the format's quotes, a
+        # JSON (or Python) value, or a bare word (read as text).
+        options = []
+        if arguments.get("string_open"):
+            opening, closing = arguments["string_open"], arguments["string_close"]
+            self.extend(without("argument-string-text", closing, closed="argument-string-closed"))
+            string = self.add("argument-string", f"{literal(opening)} argument-string-closed")
+            options.append(string)
+        options.append(f"{self.value_rules(arguments['literal'] == 'python')}-value")
+        options.append(self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True)))
+        value = _alternatives(options)
+        unit = self.add("argument", f"{self.add('argument-head', head)} {value}")
+        following = self.add("argument-next-head", _join([separator, head]))
+        more = self.add("argument-next", f"{following} {value}")
+        return f"( {unit} {more}* )?", False
+
+    def call_object(self, lead: str) -> str:
+        """A call written as one JSON object: its name, arguments (and other fields) in
+        any order; ``lead`` goes into the first lexemes."""
+        fields = self.tools["json"]
+        python = fields["literal"] == "python"
+        prefix = self.value_rules(python)
+        # A name inside a JSON (or Python) string: no quotes, no escapes.
+        rule = self.add(NAME_RULE, _class(True, triggers.NOT_IN_NAMES + "\"'\\", repeated=True))
+        name = _alternatives([f"{literal(q)} {rule} {literal(q)}" for q in _quotes(python)])
+        arguments = f"{prefix}-string" if fields.get("arguments_as_string") else f"{prefix}-object"
+        opening = _join([lead, "ws", literal("{"), "ws"])
+        if fields.get("name_is_key"):
+            head = self.named("call-open", f'{opening} {name} ws ":" ws')
+            return f"{head} {arguments} json-close"
+        shape: dict = {}
+        for path, leaf in ((fields["name"], "name"), (fields["arguments"], "arguments")):
+            node = shape
+            keys = path.split(".")
+            for key in keys[:-1]:
+                node = node.setdefault(key, {})
+            node[keys[-1]] = leaf
+        leaves = {"name": (name, True), "arguments": (arguments, False)}
+        return self.json_object("call", shape, opening, leaves, python)
+
+    def json_object(
+        self, prefix: str, shape: dict, opening: str, leaves: dict, python: bool
+    ) -> str:
+        """An object with the fields of ``shape`` (key -> leaf name or sub-shape) once
+        each and any other fields, in any order: rules ``{prefix}-…``, one per set of
+        fields seen (``{prefix}-10``: the first seen, not the second). ``opening``: the
+        terminal text up to the first key."""
+        keys = list(shape)
+        values = "py" if python else "json"
+        other_key = self.add(f"{prefix}-other-key", _string_except(keys))
+        comma = f"ws {literal(',')} ws"
+
+        def quoted(key: str) -> str:
+            return _alternatives([literal(q + key + q) for q in _quotes(python)])
+
+        def member(index: int | None, head_start: str) -> str:
+            """A field (``index`` None: any other field) after ``head_start``."""
+            role = "first" if head_start == opening else "then"
+            head = f'{head_start} {other_key if index is None else quoted(keys[index])} ws ":" ws'
+            if index is None:
+                return f"{self.named(f'{prefix}-{role}-other', head)} {values}-value"
+            leaf = shape[keys[index]]
+            if isinstance(leaf, dict):
+                return self.json_object(f"{prefix}-{index}", leaf, head, leaves, python)
+            text, terminal = leaves[leaf]
+            if terminal:
+                return self.named(f"{prefix}-{role}-{leaf}", f"{head} {text}")
+            return f"{self.named(f'{prefix}-{role}-{leaf}', head)} {text}"
+
+        def state(seen: frozenset) -> str:
+            label = f"{prefix}-" + "".join("1" if i in seen else "0" for i in range(len(keys)))
+            if label not in self.rules:
+                others = f"( {member(None, comma)} )*"
+                if len(seen) == len(keys):
+                    self.add(label, f"{others} json-close")
+                else:
+                    unseen = [i for i in range(len(keys)) if i not in seen]
+                    fields = [f"{member(i, comma)} {state(seen | {i})}" for i in unseen]
+                    self.add(label, f"{others} {_alternatives(fields)}")
+            return label
+
+        firsts = [f"{member(i, opening)} {state(frozenset([i]))}" for i in range(len(keys))]
+        return _alternatives(firsts + [f"{member(None, opening)} {state(frozenset())}"])
+
+    def calls(self, variant: str) -> str:
+        """The calls to the end of the output: ``full`` (from any whitespace and the
+        trigger on), ``rest`` (after the trigger), ``root`` (from the trigger)."""
+        name = f"calls-{variant}"
+        if name in self.rules:
+            return name
+        section = self.tools.get("section") or {}
+        call = self.tools["call"]
+        first = section.get("start") or call["start"]
+        lead = {
+            "full": _marker(first),
+            "rest": _trail(first),
+            "root": _marker(first, lead=not first.strip()),
+        }[variant]
+        if section.get("start"):
+            lead = _join([lead, _marker(call["start"])])
+        pieces = [_Piece(lead)] + self.call_pieces() + [_Piece(*self.more_calls())]
+        return self.add(name, self.sequence(name, pieces)[0])
+
+    def more_calls(self) -> tuple[str, bool]:
+        """Further calls, the section's end, the markers that may follow calls and the
+        end of the output: a rule, and whether it is terminal."""
+        if "calls-more" not in self.rules:
+            section = self.tools.get("section") or {}
+            call = self.tools["call"]
+            lead = _join([_marker(call["separator"]), _marker(call["start"])])
+            text, terminal = self.sequence("call-next", [_Piece(lead)] + self.call_pieces())
+            following = self.add("call-next", text)
+            markers = self.spec["end_of_turn"]["markers"]
+            markers = markers + (self.tools.get("end_of_turn_after_calls") or [])
+            closing = self.closer(section.get("end") or "")
+            pieces = [_Piece(f"{following}*", terminal), _Piece(closing)]
+            if markers:
+                literals = [literal(marker) for marker in dict.fromkeys(markers)]
+                pieces.append(_Piece(f"( ws {_alternatives(literals)} )*"))
+            text, self.more_terminal = self.sequence("calls-more", pieces + [_Piece("end")])
+            self.add("calls-more", text)
+        return "calls-more", self.more_terminal
+
+    # content and reasoning
+
+    def region(self, name: str, end: str | None, opener: str) -> list[str]:
+        """Alternatives for free text (after ``opener``, GBNF) that runs to the end of
+        the output or is closed by ``end``, and that holds the trigger only where calls
+        follow it."""
+        word = self.word if self.has_calls else ""
+        stops = [s for s in (end, word) if s]
+        if not stops:
+            return [self.named(f"{name}-open-any", f"{opener} any end") if opener else "any end"]
+        closing = {}
+        if end:
+            closing[end] = f"{name}-closed"
+        if word and word != end:
+            closing[word] = f"{name}-trig"
+        made = self.extend(without(f"{name}-body", stops, closed=closing))
+
+        def opened(rule: str, then: str = "") -> str:
+            if not opener:
+                return _join([rule, then])
+            return self.named(f"{name}-open-{rule[len(name) + 1:]}", _join([opener, rule, then]))
+
+        options = []
+        if f"{name}-closed" in made:
+            if word:
+                options.append(f"{opened(name + '-closed')} ( {self.calls('full')} | end )")
+            else:
+                options.append(opened(f"{name}-closed", "end"))
+        options.append(opened(f"{name}-body", "end"))
+        if f"{name}-trig" in made:
+            options.append(f"{opened(name + '-trig')} {self.calls('rest')}")
+        return options
+
+    def reply(self) -> list[str]:
+        """Alternatives for content and calls to the end of the output; each takes the
+        whitespace before it."""
+        content = self.spec["content"]
+        mode, opener = content["mode"], content.get("start")
+        if mode == "plain" or not opener:
+            shape = triggers.whole_output_shape(self.tools) if self.has_calls else None
+            if shape is not None:
+                # No marker opens a call: content is what does not start like one.
+                body = self.add("content-body", _not_starting_with(shape))
+                return [f"{body} end", self.calls("full")]
+            return self.region("content", None, "")
+        options = self.region("content", content.get("end"), f"ws {literal(opener)}")
+        if mode == "wrapped_with_reasoning":
+            # The opener is written only after reasoning: bare text is content too.
+            return options + self.region("text" if content.get("end") else "content", None, "")
+        return options + ([self.calls("full")] if self.has_calls else []) + ["end"]
+
+    def output(self, enable_thinking: bool) -> str:
+        """The root of a whole output for one thinking setting. Each alternative runs to
+        the end of the output, end-of-turn marker included: a lexeme that could end
+        where the ``end`` lexeme starts would swallow its whitespace."""
+        reasoning = self.spec["reasoning"]
+        options = self.reply()
+        single = len(options) == 1 and re.fullmatch(r"[a-z][a-z0-9-]*", options[0])
+        reply = options[0] if single else self.add("reply", " | ".join(options))
+        if reasoning["mode"] == "none" or not reasoning.get("end"):
+            return reply
         key = "thinking_on" if enable_thinking else "thinking_off"
-        opened = reasoning["opened_by_prompt"][key]
-        rules += without("reasoning-body", reasoning["end"], closed="reasoning-closed")
-        start = literal(reasoning["start"]) if reasoning.get("start") else None
-        block = f"( reasoning-closed ws {content_name} | reasoning-body )"
-        if opened:
-            body = f"ws {start + '? ' if start else ''}{block}"
+        start = reasoning.get("start")
+        opened = reasoning["opened_by_prompt"][key] or not start
+        self.extend(without("reasoning-body", reasoning["end"], closed="reasoning-closed"))
+        if start:
+            opener = f"ws {literal(start)}{'?' if opened else ''}"
+            closed = self.add("reasoning-open-closed", f"{opener} reasoning-closed")
+            unclosed = self.add("reasoning-open-body", f"{opener} reasoning-body end")
         else:
-            body = _alternatives([f"ws {start} {block}", content_rule])
-    if stops:
-        stop = _alternatives([literal(s) for s in stops])
-        root = f"root ::= {body} ( {stop} ws )?"
-    else:
-        root = f"root ::= {body}"
-    return "\n".join([root] + rules) + "\n"
+            closed, unclosed = "reasoning-closed", "reasoning-body end"
+        return " | ".join([f"{closed} {reply}", unclosed] + ([] if opened else [reply]))
+
+
+def _quotes(python: bool) -> list[str]:
+    """The quotes a string may be written in."""
+    return ['"', "'"] if python else ['"']
+
+
+def build(spec: dict, *, enable_thinking: bool, tools=None) -> str:
+    """The grammar of a whole output for one thinking setting (tool calls included,
+    their names limited to those of ``tools`` when given)."""
+    grammar = _Grammar(spec)
+    return with_tool_names(grammar.text(grammar.output(enable_thinking)), spec, tools)
+
+
+def build_tool_calls(spec: dict, *, tools=None) -> str | None:
+    """The grammar of the tool-call part of an output, from where the trigger fires
+    (None for a format without tool calls)."""
+    grammar = _Grammar(spec)
+    if not grammar.has_calls:
+        return None
+    calls = grammar.calls("root" if grammar.word else "full")
+    return with_tool_names(grammar.text(calls), spec, tools)
+
+
+def with_tool_names(text: str, spec: dict, tools) -> str:
+    """The grammar with its ``tool-name`` rule limited to the function names of
+    ``tools`` (OpenAI tool definitions); unchanged when they name none. The generated
+    module's ``_with_tool_names`` does the same at run time."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            # Names inside JSON strings are written JSON-escaped.
+            in_json = spec["tools"]["format"] == "json"
+            names.append(json.dumps(name, ensure_ascii=False)[1:-1] if in_json else name)
+    names = list(dict.fromkeys(names))
+    if not names or f"\n{NAME_RULE} ::= " not in text:
+        return text
+    rule = f"{NAME_RULE} ::= " + " | ".join(literal(name) for name in names) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(rule if line.startswith(f"{NAME_RULE} ::= ") else line for line in lines)

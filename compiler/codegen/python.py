@@ -26,6 +26,83 @@ def _grammar_const(name: str, text: str) -> str:
     return f"{name} = (\n" + "\n".join(lines) + "\n)\n"
 
 
+_GRAMMAR_FUNCTIONS_PLAIN = '''
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
+    return _GRAMMARS[bool(enable_thinking)]
+
+
+def tool_call_grammar(*, tools=None):
+    """This format has no tool calls."""
+    return None
+'''
+
+_GRAMMAR_FUNCTIONS_WITH_CALLS = r'''
+
+def grammar(*, tools=None, enable_thinking=True):
+    """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
+    included: to the functions ``tools`` names (when it names any)."""
+    return _with_tool_names(_GRAMMARS[bool(enable_thinking)], tools)
+
+
+def tool_call_grammar(*, tools=None):
+    """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
+    fires on: the grammar a server switches on then."""
+    return _with_tool_names(GBNF_TOOLS, tools)
+
+
+def _with_tool_names(text, tools):
+    """The grammar with its tool-name rule limited to the functions in ``tools``."""
+    names = []
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    names = list(dict.fromkeys(names))
+    if not names:
+        return text
+    rule = "tool-name ::= " + " | ".join(map(_gbnf_literal, names)) + "\n"
+    lines = text.splitlines(keepends=True)
+    return "".join(rule if line.startswith("tool-name ::= ") else line for line in lines)
+
+
+def _gbnf_literal(text):
+    """``text`` as a GBNF string: quotes, backslashes and control characters escaped."""
+    named = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in named:
+            out.append(named[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\x%02X" % ord(char))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+'''
+
+
+def _grammar_code(spec: dict) -> str:
+    """The grammar constants and functions: the grammars of a whole output per thinking
+    setting, and (for a format with tool calls) that of the calls from the trigger on."""
+    code = [
+        _grammar_const("_GRAMMAR_THINKING", gbnf.build(spec, enable_thinking=True)),
+        _grammar_const("_GRAMMAR_NO_THINKING", gbnf.build(spec, enable_thinking=False)),
+        "_GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}\n",
+        "GBNF = _GRAMMAR_THINKING\n",
+    ]
+    tool_calls = gbnf.build_tool_calls(spec)
+    if tool_calls is None:
+        return "".join(code + ["GBNF_TOOLS = None\n", _GRAMMAR_FUNCTIONS_PLAIN])
+    functions = _GRAMMAR_FUNCTIONS_WITH_CALLS.replace("tool-name", gbnf.NAME_RULE)
+    if spec["tools"]["format"] == "json":
+        # Names inside JSON strings are written JSON-escaped.
+        written = "json.dumps(name, ensure_ascii=False)[1:-1]"
+        functions = functions.replace("names.append(name)", f"names.append({written})")
+    return "".join(code + [_grammar_const("GBNF_TOOLS", tool_calls), functions])
+
+
 def _module_doc(slug: str, spec: dict) -> str:
     reasoning = spec["reasoning"]
     content = spec["content"]
@@ -161,16 +238,6 @@ def _strip_stop(text):
         if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
-
-
-def grammar(*, tools=None, enable_thinking=True):
-    """GBNF whose root accepts the outputs ``parse`` reads as well-formed."""
-    return _GRAMMARS[bool(enable_thinking)]
-
-
-def tool_call_grammar(*, tools=None):
-    """This format has no tool calls."""
-    return None
 '''
 
 _PARSE_PLAIN = '''
@@ -238,10 +305,6 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
 
 
 def generate(slug: str, spec: dict) -> str:
-    grammars = {
-        True: gbnf.build(spec, enable_thinking=True),
-        False: gbnf.build(spec, enable_thinking=False),
-    }
     parts = [
         _module_doc(slug, spec),
         "\n",
@@ -256,11 +319,7 @@ def generate(slug: str, spec: dict) -> str:
             for t in spec["grammar"]["triggers"]
         ]),
         _const("PRESERVED_TOKENS", list(spec["grammar"]["preserved_tokens"])),
-        _grammar_const("_GRAMMAR_THINKING", grammars[True]),
-        _grammar_const("_GRAMMAR_NO_THINKING", grammars[False]),
-        "_GRAMMARS = {True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}\n",
-        "GBNF = _GRAMMAR_THINKING\n",
-        "GBNF_TOOLS = None\n",
+        _grammar_code(spec),
         _reasoning_code(spec),
         _content_code(spec),
         _TAIL,
