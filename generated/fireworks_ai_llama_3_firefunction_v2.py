@@ -954,37 +954,28 @@ class StreamParser:
                 return
             yield
 
-    def _upto(self, core, limit=None):
+    def _upto(self, core, name=False):
         """Where ``core`` next starts in the pending text, waiting for it; -1 when
-        the output ends, or ``limit`` characters pass, without it."""
+        the output ends without it or, for a ``name``, as soon as the text before
+        it can no longer be a name."""
         at = 0
         while True:
             found = self._pending.find(core, at)
             if found >= 0:
                 return found
-            if self._eof or (limit and len(self._pending) > limit):
+            if self._eof:
                 return -1
-            at = max(0, len(self._pending) - len(core) + 1)
-            yield
-
-    def _name_end(self, core):
-        """Where ``core`` ends a name in the pending text; -1 as soon as the text
-        before it can no longer be a name."""
-        at = 0
-        while True:
-            found = self._pending.find(core, at)
-            if found >= 0:
-                return found
-            sure = self._pending[: _partial_at(self._pending, core)]
-            if self._eof or len(sure) > _NAME_LIMIT or len(sure.split()) > 1:
-                return -1
+            if name:
+                sure = self._pending[: _partial_at(self._pending, core)]
+                if len(sure) > _NAME_LIMIT or len(sure.split()) > 1:
+                    return -1
             at = max(0, len(self._pending) - len(core) + 1)
             yield
 
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
         yield from self._skip_space()
-        end = yield from self._name_end(literal.strip())
+        end = yield from self._upto(literal.strip(), name=True)
         if end < 0:
             raise _Broken
         name = self._pending[:end].strip()
