@@ -857,6 +857,7 @@ class StreamParser:
         self._hold_from = None  # deltas from here on are held back
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
+        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -874,7 +875,9 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
-            self._pending = _strip_stop(self._pending)
+            trimmed = _strip_stop(self._pending)
+            self._stop_cut = trimmed != self._pending
+            self._pending = trimmed
             self._step()
         return self._take()
 
@@ -992,7 +995,7 @@ class StreamParser:
         except _Broken:
             held = self._held
             self._held = ""
-            self._pending = held + "".join(self._raw) + self._pending
+            self._replay(held + "".join(self._raw) + self._pending)
             return len(held) + at - start + len(TRIGGER)
         self._commit()
         return -1
@@ -1004,6 +1007,15 @@ class StreamParser:
             self._send("content", _strip_stop(text), final=True)
         self._held = ""
         self._opener = 0
+
+    def _replay(self, text):
+        """Text read for calls that were not calls is pending again. At the end of
+        the output it loses the end-of-turn marker that finish() could not see
+        because the reader had taken it (parse strips it from the whole text)."""
+        if self._eof and not self._stop_cut:
+            text = _strip_stop(text)
+            self._stop_cut = True
+        self._pending = text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])

@@ -244,6 +244,7 @@ class StreamParser:
         self._hold_from = None  # deltas from here on are held back
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
+        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -261,7 +262,9 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
-            self._pending = _strip_stop(self._pending)
+            trimmed = _strip_stop(self._pending)
+            self._stop_cut = trimmed != self._pending
+            self._pending = trimmed
             self._step()
         return self._take()
 
