@@ -432,12 +432,13 @@ def _value_end(text, at):
 
 
 def _load(text, literal):
-    """The value a JSON (or, where the format writes them, Python) literal denotes."""
+    """The value a JSON (or, where the format writes them, Python) literal denotes;
+    ValueError when it denotes none (too deep a nesting included)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if literal != "python":
-            raise
+            raise ValueError("not a JSON value") from None
     try:
         return ast.literal_eval(text.strip())
     except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
@@ -477,14 +478,61 @@ def _read_object(text, at):
     """The JSON (or Python-literal) object written at ``at``, after any whitespace:
     (value, start, end) or None."""
     at = _skip_space(text, at)
-    end = _value_end(text, at)
-    if end < 0:
-        return None
-    try:
-        value = _load(text[at:end], LITERAL)
-    except ValueError:
-        return None
+    if LITERAL == "json":
+        # The json module's C scanner finds the end and decodes in one pass.
+        try:
+            value, end = _DECODE(text, at)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        end = _value_end(text, at)
+        if end < 0:
+            return None
+        try:
+            value = _load(text[at:end], LITERAL)
+        except ValueError:
+            return None
     return (value, at, end) if isinstance(value, dict) else None
+
+
+_DECODE = json.JSONDecoder().raw_decode
+_SCAN_STRING = json.decoder.scanstring
+# What the json module takes for whitespace between tokens.
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _read_members(text, at):
+    """The JSON object written at ``at``, after any whitespace, member by member:
+    ({key: (value, start, end)}, end) or None. Knowing where each value is written
+    lets a call keep the model's own text; each value is decoded once, by the json
+    module's C scanner. A call object that repeats a key is not well-formed."""
+    at = _skip_space(text, at)
+    if not text.startswith("{", at):
+        return None
+    members = {}
+    at = _JSON_SPACE.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return members, at + 1
+    try:
+        while text.startswith('"', at):
+            key, at = _SCAN_STRING(text, at + 1)
+            if key in members:
+                return None
+            at = _JSON_SPACE.match(text, at).end()
+            if not text.startswith(":", at):
+                return None
+            start = _JSON_SPACE.match(text, at + 1).end()
+            value, at = _DECODE(text, start)
+            members[key] = (value, start, at)
+            at = _JSON_SPACE.match(text, at).end()
+            if text.startswith("}", at):
+                return members, at + 1
+            if not text.startswith(",", at):
+                return None
+            at = _JSON_SPACE.match(text, at + 1).end()
+    except (ValueError, RecursionError):
+        pass
+    return None
 
 
 def _call(name, arguments, call_id):
@@ -548,31 +596,47 @@ def _field(value, path):
     return value
 
 
+def _member(members, path):
+    """The value at ``path`` in an object read by ``_read_members``."""
+    if path[0] not in members:
+        return None
+    return _field(members[path[0]][0], path[1:])
+
+
+def _arguments_text(text, value, start, stop):
+    """A call's arguments as JSON text: the model's own where it wrote an
+    object (``text[start:stop]``), the string's content where it wrote a
+    string holding JSON, else None."""
+    if isinstance(value, dict):
+        return text[start:stop]
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return value
+    return None
+
+
 def _read_call(text, at, types):
     """One call written as a JSON object at ``at``: (call, end) or None."""
     at = _match(text, at, CALL_START)
     if at < 0:
         return None
-    found = _read_object(text, at)
+    found = _read_members(text, at)
     if found is None:
         return None
-    value, _, end = found
+    members, end = found
 
-    if len(value) != 1:
+    if len(members) != 1:
         return None
-    ((name, arguments),) = value.items()
+    ((name, (value, start, stop)),) = members.items()
+    arguments = _arguments_text(text, value, start, stop)
     call_id = None
 
     if not isinstance(name, str) or not _good_name(name):
         return None
-    if isinstance(arguments, str):
-        try:
-            json.loads(arguments)
-        except ValueError:
-            return None
-    elif isinstance(arguments, dict):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    else:
+    if arguments is None:
         return None
     if call_id is not None and not isinstance(call_id, str):
         call_id = None
@@ -687,6 +751,14 @@ def _undecided(head, markers):
     )
 
 
+def _stops(*markers):
+    """A pattern finding what stops a chunk from being plain text: a character
+    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
+    its end (held back, as ``parse`` strips it)."""
+    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+
+
 def _decided(text, literal):
     """Whether more text could still change what ``_match(text, 0, literal)`` says."""
     if text.startswith(literal):
@@ -710,15 +782,15 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
-
-
 def _json_text(text):
-    """``text`` as the inside of a JSON string (escaping is per character, so the
-    pieces of a string can be escaped one by one)."""
-    if not _ESCAPED.search(text):
-        return text
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    """``text`` as the inside of a JSON string, as ``json.dumps(...,
+    ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
+    a string can be escaped one by one)."""
+    return _ENCODE_STRING(text)[1:-1]
+
+
+# json.dumps's own string encoder, without its per-call set-up.
+_ENCODE_STRING = json.encoder.encode_basestring
 
 
 # A name longer than this is not a name: the reader stops waiting for its end.
@@ -736,6 +808,17 @@ def _trim_end(text, markers):
                 text = text[: len(text) - len(marker)]
                 changed = True
     return text
+
+
+def _decoded(text):
+    """The value a piece of JSON the reader has read denotes."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise _Broken from None
+
+
+_CONTENT_STOPS = _stops(TRIGGER)
 
 
 class StreamParser:
@@ -759,6 +842,10 @@ class StreamParser:
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
+        # While the reader waits inside plain text (content, reasoning, a value),
+        # how it takes a chunk without being resumed: the chunk's deltas, or None
+        # when the chunk needs the reader.
+        self._run = None
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -767,6 +854,10 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if self._run is not None and self._hold_from is None:
+            deltas = self._run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if chunk:
             self._pending += chunk
             self._step()
@@ -786,6 +877,7 @@ class StreamParser:
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
+            self._run = None
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -827,6 +919,17 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _text_run(self, field, stops):
+        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
+        with nothing pending before it, is sent as it is, as the reader would."""
+
+        def take(chunk):
+            if self._pending or field not in self._started or stops.search(chunk):
+                return None
+            return [{field: chunk}]
+
+        return take
+
     def _read(self):
         yield from self._read_reasoning()
         yield from self._read_content()
@@ -848,6 +951,7 @@ class StreamParser:
         closing = bool(opener and CONTENT_END)
         attempts = 0
         search = 0  # the trigger is looked for from here on
+        run = self._text_run("content", _CONTENT_STOPS)
         while True:
             pending = self._pending
             at = pending.find(TRIGGER, search) if attempts < _ATTEMPTS else -1
@@ -879,7 +983,9 @@ class StreamParser:
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
+            self._run = None if opener else run
             yield
+            self._run = None
         yield from self._read_after()
 
     def _try_calls(self, at):
@@ -1010,9 +1116,8 @@ class StreamParser:
     def _arguments_text(self, index, text):
         if not text:
             return
-        last = self._deltas[-1] if self._deltas else None
-        if last is not None and "tool_calls" in last:
-            (call,) = last["tool_calls"]
+        if self._deltas and "tool_calls" in self._deltas[-1]:
+            (call,) = self._deltas[-1]["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
                 return
@@ -1078,29 +1183,106 @@ class StreamParser:
                 return
             yield
 
+    def _next_char(self):
+        """The next character once it has arrived ("" at the end of the output)."""
+        while not self._pending and not self._eof:
+            yield
+        return self._pending[:1]
+
+    def _json_space(self):
+        """Skip the whitespace JSON allows between tokens."""
+        while True:
+            self._consume(_JSON_SPACE.match(self._pending).end())
+            if self._pending or self._eof:
+                return
+            yield
+
+    def _json_value(self, index=None):
+        """A JSON value's text, read to its end; with an ``index``, sent as that
+        call's arguments as it arrives."""
+        scan = _ValueEnd()
+        pieces = []
+
+        def take(chunk):
+            # Inside a string that the chunk cannot close, the value goes on.
+            if self._pending or not scan.quote or scan.quote in chunk:
+                return None
+            if scan.escaped or "\\" in chunk:
+                scan.scan(chunk, 0, False)
+            else:
+                scan.read += len(chunk)
+            self._raw.append(chunk)
+            pieces.append(chunk)
+            if index is None:
+                return []
+            return [
+                {"tool_calls": [{"index": index, "function": {"arguments": chunk}}]}
+            ]
+
+        while True:
+            end = scan.scan(self._pending, 0, self._eof)
+            if end is not None and end < 0:
+                raise _Broken
+            piece = self._pending if end is None else self._pending[:end]
+            pieces.append(piece)
+            self._consume(len(piece))
+            if index is not None:
+                self._arguments_text(index, piece)
+            if end is not None:
+                return "".join(pieces)
+            self._run = take
+            yield
+            self._run = None
+
     def _read_call(self, index):
-        """One call: a JSON object, sent once it is whole."""
+        """One call: a JSON object, read member by member. Once the name (and id)
+        are known, arguments written as an object stream as the model writes them;
+        a call written in another order is sent when its object closes. Either way
+        the whole object is then read as ``parse`` reads it."""
         if not (yield from self._literal(CALL_START)):
             raise _Broken
         yield from self._skip_space()
-        scan = _ValueEnd()
-        pieces = []
-        while True:
-            end = scan.scan(self._pending, 0, self._eof)
-            if end is None:
-                pieces.append(self._pending)
-                self._consume(len(self._pending))
-                yield
-                continue
-            if end < 0:
+        mark = len(self._raw)
+        if (yield from self._next_char()) != "{":
+            raise _Broken
+        self._consume(1)
+        yield from self._json_space()
+        members = set()
+        name = call_id = None
+        opened = False
+        while (yield from self._next_char()) != "}":
+            if members:
+                if (yield from self._next_char()) != ",":
+                    raise _Broken
+                self._consume(1)
+                yield from self._json_space()
+            if (yield from self._next_char()) != '"':
                 raise _Broken
-            pieces.append(self._pending[:end])
-            self._consume(end)
-            break
-        found = _read_call(CALL_START + "".join(pieces), 0, self._types)
+            key = _decoded((yield from self._json_value()))
+            if key in members:
+                raise _Broken
+            yield from self._json_space()
+            if (yield from self._next_char()) != ":":
+                raise _Broken
+            self._consume(1)
+            yield from self._json_space()
+            early = (
+                not members
+                and _good_name(key)
+                and (yield from self._next_char()) == "{"
+            )
+            if early:
+                self._open_call(index, key, call_id)
+                opened = True
+            text = yield from self._json_value(index if early else None)
+            members.add(key)
+            yield from self._json_space()
+        self._consume(1)
+        found = _read_call(CALL_START + "".join(self._raw[mark:]), 0, self._types)
         if found is None or found[1] < 0:
             raise _Broken
         call = found[0]
-        self._open_call(index, call["function"]["name"], call["id"])
-        self._arguments_text(index, call["function"]["arguments"])
+        if not opened:
+            self._open_call(index, call["function"]["name"], call["id"])
+            self._arguments_text(index, call["function"]["arguments"])
         yield from self._closer(CALL_END)

@@ -6,6 +6,8 @@ change the spec's overrides and rebuild instead.
 Reasoning: none. Content: plain.
 """
 
+import re
+
 __all__ = [
     "parse",
     "StreamParser",
@@ -166,6 +168,17 @@ def _undecided(head, markers):
     )
 
 
+def _stops(*markers):
+    """A pattern finding what stops a chunk from being plain text: a character
+    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
+    its end (held back, as ``parse`` strips it)."""
+    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+
+
+_CONTENT_STOPS = _stops()
+
+
 class StreamParser:
     """Reads a model's output as it arrives.
 
@@ -187,6 +200,10 @@ class StreamParser:
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
+        # While the reader waits inside plain text (content, reasoning, a value),
+        # how it takes a chunk without being resumed: the chunk's deltas, or None
+        # when the chunk needs the reader.
+        self._run = None
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -195,6 +212,10 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if self._run is not None and self._hold_from is None:
+            deltas = self._run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if chunk:
             self._pending += chunk
             self._step()
@@ -214,6 +235,7 @@ class StreamParser:
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
+            self._run = None
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -255,6 +277,17 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _text_run(self, field, stops):
+        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
+        with nothing pending before it, is sent as it is, as the reader would."""
+
+        def take(chunk):
+            if self._pending or field not in self._started or stops.search(chunk):
+                return None
+            return [{field: chunk}]
+
+        return take
+
     def _read(self):
         yield from self._read_reasoning()
         yield from self._read_content()
@@ -277,6 +310,7 @@ class StreamParser:
 
     def _read_plain(self, closing):
         """Content with no calls in it."""
+        run = self._text_run("content", _CONTENT_STOPS)
         while True:
             pending = self._pending
             if closing:
@@ -292,4 +326,6 @@ class StreamParser:
             keep = _settled(pending, (CONTENT_END,) if closing else ())
             self._send("content", pending[:keep])
             self._pending = pending[keep:]
+            self._run = run
             yield
+            self._run = None

@@ -513,12 +513,13 @@ def _value_end(text, at):
 
 
 def _load(text, literal):
-    """The value a JSON (or, where the format writes them, Python) literal denotes."""
+    """The value a JSON (or, where the format writes them, Python) literal denotes;
+    ValueError when it denotes none (too deep a nesting included)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if literal != "python":
-            raise
+            raise ValueError("not a JSON value") from None
     try:
         return ast.literal_eval(text.strip())
     except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
@@ -558,14 +559,61 @@ def _read_object(text, at):
     """The JSON (or Python-literal) object written at ``at``, after any whitespace:
     (value, start, end) or None."""
     at = _skip_space(text, at)
-    end = _value_end(text, at)
-    if end < 0:
-        return None
-    try:
-        value = _load(text[at:end], LITERAL)
-    except ValueError:
-        return None
+    if LITERAL == "json":
+        # The json module's C scanner finds the end and decodes in one pass.
+        try:
+            value, end = _DECODE(text, at)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        end = _value_end(text, at)
+        if end < 0:
+            return None
+        try:
+            value = _load(text[at:end], LITERAL)
+        except ValueError:
+            return None
     return (value, at, end) if isinstance(value, dict) else None
+
+
+_DECODE = json.JSONDecoder().raw_decode
+_SCAN_STRING = json.decoder.scanstring
+# What the json module takes for whitespace between tokens.
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _read_members(text, at):
+    """The JSON object written at ``at``, after any whitespace, member by member:
+    ({key: (value, start, end)}, end) or None. Knowing where each value is written
+    lets a call keep the model's own text; each value is decoded once, by the json
+    module's C scanner. A call object that repeats a key is not well-formed."""
+    at = _skip_space(text, at)
+    if not text.startswith("{", at):
+        return None
+    members = {}
+    at = _JSON_SPACE.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return members, at + 1
+    try:
+        while text.startswith('"', at):
+            key, at = _SCAN_STRING(text, at + 1)
+            if key in members:
+                return None
+            at = _JSON_SPACE.match(text, at).end()
+            if not text.startswith(":", at):
+                return None
+            start = _JSON_SPACE.match(text, at + 1).end()
+            value, at = _DECODE(text, start)
+            members[key] = (value, start, at)
+            at = _JSON_SPACE.match(text, at).end()
+            if text.startswith("}", at):
+                return members, at + 1
+            if not text.startswith(",", at):
+                return None
+            at = _JSON_SPACE.match(text, at + 1).end()
+    except (ValueError, RecursionError):
+        pass
+    return None
 
 
 def _call(name, arguments, call_id):
@@ -796,6 +844,14 @@ def _undecided(head, markers):
     )
 
 
+def _stops(*markers):
+    """A pattern finding what stops a chunk from being plain text: a character
+    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
+    its end (held back, as ``parse`` strips it)."""
+    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+
+
 def _decided(text, literal):
     """Whether more text could still change what ``_match(text, 0, literal)`` says."""
     if text.startswith(literal):
@@ -819,15 +875,15 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
-
-
 def _json_text(text):
-    """``text`` as the inside of a JSON string (escaping is per character, so the
-    pieces of a string can be escaped one by one)."""
-    if not _ESCAPED.search(text):
-        return text
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    """``text`` as the inside of a JSON string, as ``json.dumps(...,
+    ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
+    a string can be escaped one by one)."""
+    return _ENCODE_STRING(text)[1:-1]
+
+
+# json.dumps's own string encoder, without its per-call set-up.
+_ENCODE_STRING = json.encoder.encode_basestring
 
 
 # A name longer than this is not a name: the reader stops waiting for its end.
@@ -845,6 +901,10 @@ def _trim_end(text, markers):
                 text = text[: len(text) - len(marker)]
                 changed = True
     return text
+
+
+_REASONING_STOPS = _stops(REASONING_END)
+_CONTENT_STOPS = _stops(TRIGGER)
 
 
 class StreamParser:
@@ -868,6 +928,10 @@ class StreamParser:
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
+        # While the reader waits inside plain text (content, reasoning, a value),
+        # how it takes a chunk without being resumed: the chunk's deltas, or None
+        # when the chunk needs the reader.
+        self._run = None
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -876,6 +940,10 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if self._run is not None and self._hold_from is None:
+            deltas = self._run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if chunk:
             self._pending += chunk
             self._step()
@@ -895,6 +963,7 @@ class StreamParser:
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
+            self._run = None
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -936,6 +1005,17 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _text_run(self, field, stops):
+        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
+        with nothing pending before it, is sent as it is, as the reader would."""
+
+        def take(chunk):
+            if self._pending or field not in self._started or stops.search(chunk):
+                return None
+            return [{field: chunk}]
+
+        return take
+
     def _read(self):
         yield from self._read_reasoning()
         yield from self._read_content()
@@ -954,6 +1034,7 @@ class StreamParser:
                 # A closer with no opener: an empty block whose opener was elided.
                 self._pending = head[len(REASONING_END) :]
             return
+        run = self._text_run("reasoning_content", _REASONING_STOPS)
         while True:
             end = self._pending.find(REASONING_END)
             if end >= 0:
@@ -967,7 +1048,9 @@ class StreamParser:
             keep = _settled(self._pending, (REASONING_END,))
             self._send("reasoning_content", self._pending[:keep])
             self._pending = self._pending[keep:]
+            self._run = run
             yield
+            self._run = None
 
     def _open_content(self):
         """This format writes its content bare."""
@@ -981,6 +1064,7 @@ class StreamParser:
         closing = bool(opener and CONTENT_END)
         attempts = 0
         search = 0  # the trigger is looked for from here on
+        run = self._text_run("content", _CONTENT_STOPS)
         while True:
             pending = self._pending
             at = pending.find(TRIGGER, search) if attempts < _ATTEMPTS else -1
@@ -1012,7 +1096,9 @@ class StreamParser:
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
+            self._run = None if opener else run
             yield
+            self._run = None
         yield from self._read_after()
 
     def _try_calls(self, at):
@@ -1143,9 +1229,8 @@ class StreamParser:
     def _arguments_text(self, index, text):
         if not text:
             return
-        last = self._deltas[-1] if self._deltas else None
-        if last is not None and "tool_calls" in last:
-            (call,) = last["tool_calls"]
+        if self._deltas and "tool_calls" in self._deltas[-1]:
+            (call,) = self._deltas[-1]["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
                 return
@@ -1298,34 +1383,45 @@ class StreamParser:
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         # What may end the value: the suffix, less or with the whitespace it opens with.
-        firsts = {core[0], (lead + core)[0]}
+        first, other = core[0], (lead + core)[0]
         reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
         pieces = []
+
+        def take(chunk):
+            """The deltas of the value read so far with ``chunk``: all of it but a
+            tail that may start the suffix. None when the suffix is there."""
+            text = self._pending + chunk
+            if core in text:
+                return None
+            keep = len(text)
+            tail = text[-reach:]
+            if first in tail or other in tail:
+                keep = min(_partial_at(text, lead + core), _partial_at(text, core))
+            piece = text[:keep]
+            self._raw.append(piece)
+            self._pending = text[keep:]
+            if not streaming:
+                pieces.append(piece)
+                return []
+            if not piece:
+                return []
+            sent = _ENCODE_STRING(piece)[1:-1]
+            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+
         while True:
-            pending = self._pending
-            end = pending.find(core)
+            end = self._pending.find(core)
             if end >= 0:
                 break
             if self._eof:
                 raise _Broken
-            tail = pending[max(0, len(pending) - reach) :]
-            if any(first in tail for first in firsts):
-                keep = min(
-                    _partial_at(pending, lead + core), _partial_at(pending, core)
-                )
-            else:
-                keep = len(pending)
-            piece = pending[:keep]
-            self._consume(keep)
-            if streaming:
-                self._arguments_text(index, _json_text(piece))
-            else:
-                pieces.append(piece)
+            self._deltas += take("")
+            self._run = take
             yield
-        last = _before(pending[:end], suffix)
+            self._run = None
+        last = _before(self._pending[:end], suffix)
         self._consume(end)
         yield from self._literal(suffix)
         if streaming:

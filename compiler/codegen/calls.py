@@ -54,12 +54,13 @@ def _before(value, literal):
 
 
 def _load(text, literal):
-    """The value a JSON (or, where the format writes them, Python) literal denotes."""
+    """The value a JSON (or, where the format writes them, Python) literal denotes;
+    ValueError when it denotes none (too deep a nesting included)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if literal != "python":
-            raise
+            raise ValueError("not a JSON value") from None
     try:
         return ast.literal_eval(text.strip())
     except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
@@ -99,14 +100,61 @@ def _read_object(text, at):
     """The JSON (or Python-literal) object written at ``at``, after any whitespace:
     (value, start, end) or None."""
     at = _skip_space(text, at)
-    end = _value_end(text, at)
-    if end < 0:
-        return None
-    try:
-        value = _load(text[at:end], LITERAL)
-    except ValueError:
-        return None
+    if LITERAL == "json":
+        # The json module's C scanner finds the end and decodes in one pass.
+        try:
+            value, end = _DECODE(text, at)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        end = _value_end(text, at)
+        if end < 0:
+            return None
+        try:
+            value = _load(text[at:end], LITERAL)
+        except ValueError:
+            return None
     return (value, at, end) if isinstance(value, dict) else None
+
+
+_DECODE = json.JSONDecoder().raw_decode
+_SCAN_STRING = json.decoder.scanstring
+# What the json module takes for whitespace between tokens.
+_JSON_SPACE = re.compile(r"[ \\t\\n\\r]*")
+
+
+def _read_members(text, at):
+    """The JSON object written at ``at``, after any whitespace, member by member:
+    ({key: (value, start, end)}, end) or None. Knowing where each value is written
+    lets a call keep the model's own text; each value is decoded once, by the json
+    module's C scanner. A call object that repeats a key is not well-formed."""
+    at = _skip_space(text, at)
+    if not text.startswith("{", at):
+        return None
+    members = {}
+    at = _JSON_SPACE.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return members, at + 1
+    try:
+        while text.startswith('"', at):
+            key, at = _SCAN_STRING(text, at + 1)
+            if key in members:
+                return None
+            at = _JSON_SPACE.match(text, at).end()
+            if not text.startswith(":", at):
+                return None
+            start = _JSON_SPACE.match(text, at + 1).end()
+            value, at = _DECODE(text, start)
+            members[key] = (value, start, at)
+            at = _JSON_SPACE.match(text, at).end()
+            if text.startswith("}", at):
+                return members, at + 1
+            if not text.startswith(",", at):
+                return None
+            at = _JSON_SPACE.match(text, at + 1).end()
+    except (ValueError, RecursionError):
+        pass
+    return None
 '''
 
 
@@ -233,6 +281,119 @@ def constants(tools: dict) -> str:
 
 def _json_reader(tools: dict) -> str:
     fields = tools["json"]
+    if fields["literal"] == "json":
+        return _json_members_reader(fields)
+    return _json_value_reader(fields)
+
+
+_FIELD = textwrap.dedent(
+    '''
+
+    def _field(value, path):
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return None
+            value = value[key]
+        return value
+    '''
+)
+
+# What a call's fields must be, once read.
+_CHECK_CALL = textwrap.dedent(
+    """
+    if not isinstance(name, str) or not _good_name(name):
+        return None
+    if arguments is None:
+        return None
+    if call_id is not None and not isinstance(call_id, str):
+        call_id = None
+    return _call(name, arguments, call_id), _close(text, end, CALL_END)
+    """
+)
+
+
+def _json_members_reader(fields: dict) -> str:
+    """A call written in JSON: its object read member by member, so that the
+    arguments are the model's own text."""
+    if fields["name_is_key"]:
+        pick = textwrap.dedent(
+            """
+            if len(members) != 1:
+                return None
+            ((name, (value, start, stop)),) = members.items()
+            arguments = _arguments_text(text, value, start, stop)
+            call_id = None
+            """
+        )
+    else:
+        nested = len(_path(fields["arguments"])) > 1
+        pick = textwrap.dedent(
+            """
+            name = _member(members, NAME_PATH)
+            call_id = _member(members, ID_PATH) if ID_PATH else None
+            """
+        )
+        if nested:
+            # Nested arguments have no span of their own here: they are re-encoded.
+            pick += textwrap.dedent(
+                """
+                value = _member(members, ARGUMENTS_PATH)
+                arguments = _arguments_text(json.dumps(value, ensure_ascii=False), value, 0, None)
+                """
+            )
+        else:
+            pick += textwrap.dedent(
+                """
+                value, start, stop = members.get(ARGUMENTS_PATH[0], (None, 0, 0))
+                arguments = _arguments_text(text, value, start, stop)
+                """
+            )
+    return (
+        _FIELD
+        + textwrap.dedent(
+            '''
+
+            def _member(members, path):
+                """The value at ``path`` in an object read by ``_read_members``."""
+                if path[0] not in members:
+                    return None
+                return _field(members[path[0]][0], path[1:])
+
+
+            def _arguments_text(text, value, start, stop):
+                """A call's arguments as JSON text: the model's own where it wrote an
+                object (``text[start:stop]``), the string's content where it wrote a
+                string holding JSON, else None."""
+                if isinstance(value, dict):
+                    return text[start:stop]
+                if isinstance(value, str):
+                    try:
+                        json.loads(value)
+                    except (ValueError, RecursionError):
+                        return None
+                    return value
+                return None
+
+
+            def _read_call(text, at, types):
+                """One call written as a JSON object at ``at``: (call, end) or None."""
+                at = _match(text, at, CALL_START)
+                if at < 0:
+                    return None
+                found = _read_members(text, at)
+                if found is None:
+                    return None
+                members, end = found
+            '''
+        )
+        + textwrap.indent(pick, "    ")
+        + textwrap.indent(_CHECK_CALL, "    ")
+    )
+
+
+def _json_value_reader(fields: dict) -> str:
+    """A call written as a Python literal: decoded whole, its arguments re-encoded
+    as JSON (the model did not write JSON)."""
     if fields["name_is_key"]:
         pick = textwrap.dedent(
             """
@@ -250,20 +411,26 @@ def _json_reader(tools: dict) -> str:
             call_id = _field(value, ID_PATH) if ID_PATH else None
             """
         )
+    pick += textwrap.dedent(
+        """
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif isinstance(arguments, str):
+            try:
+                json.loads(arguments)
+            except (ValueError, RecursionError):
+                arguments = None
+        else:
+            arguments = None
+        """
+    )
     return (
-        textwrap.dedent(
+        _FIELD
+        + textwrap.dedent(
             '''
 
-            def _field(value, path):
-                for key in path:
-                    if not isinstance(value, dict) or key not in value:
-                        return None
-                    value = value[key]
-                return value
-
-
             def _read_call(text, at, types):
-                """One call written as a JSON object at ``at``: (call, end) or None."""
+                """One call written as an object at ``at``: (call, end) or None."""
                 at = _match(text, at, CALL_START)
                 if at < 0:
                     return None
@@ -274,24 +441,7 @@ def _json_reader(tools: dict) -> str:
             '''
         )
         + textwrap.indent(pick, "    ")
-        + textwrap.indent(textwrap.dedent(
-            """
-                if not isinstance(name, str) or not _good_name(name):
-                    return None
-                if isinstance(arguments, str):
-                    try:
-                        json.loads(arguments)
-                    except ValueError:
-                        return None
-                elif isinstance(arguments, dict):
-                    arguments = json.dumps(arguments, ensure_ascii=False)
-                else:
-                    return None
-                if call_id is not None and not isinstance(call_id, str):
-                    call_id = None
-                return _call(name, arguments, call_id), _close(text, end, CALL_END)
-            """
-        ), "    ")
+        + textwrap.indent(_CHECK_CALL, "    ")
     )
 
 

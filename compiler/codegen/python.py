@@ -308,7 +308,7 @@ def generate(slug: str, spec: dict) -> str:
     parts = [
         _module_doc(slug, spec),
         "\n",
-        "import ast\nimport json\nimport re\n\n" if spec["tools"]["format"] != "none" else "",
+        "import ast\nimport json\nimport re\n\n" if spec["tools"]["format"] != "none" else "import re\n\n",
         "__all__ = ['parse', 'StreamParser', 'grammar', 'tool_call_grammar', 'GBNF', 'GBNF_TOOLS', "
         "'TRIGGERS', 'PRESERVED_TOKENS', 'STOP', 'SPEC']\n\n",
         "# The resolved spec this module was generated from.\n",

@@ -55,6 +55,14 @@ def _settled(text, markers):
 def _undecided(head, markers):
     """Whether more text could still make ``head`` start with one of ``markers``."""
     return any(len(head) < len(marker) and marker.startswith(head) for marker in markers)
+
+
+def _stops(*markers):
+    """A pattern finding what stops a chunk from being plain text: a character
+    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
+    its end (held back, as ``parse`` strips it)."""
+    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
 '''
 
 _CALL_HELPERS = r'''
@@ -82,19 +90,29 @@ def _maybe_stop(text):
     return any(stop.startswith(text) for stop in STOP if stop)
 
 
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
-
-
 def _json_text(text):
-    """``text`` as the inside of a JSON string (escaping is per character, so the
-    pieces of a string can be escaped one by one)."""
-    if not _ESCAPED.search(text):
-        return text
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    """``text`` as the inside of a JSON string, as ``json.dumps(...,
+    ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
+    a string can be escaped one by one)."""
+    return _ENCODE_STRING(text)[1:-1]
+
+
+# json.dumps's own string encoder, without its per-call set-up.
+_ENCODE_STRING = json.encoder.encode_basestring
 
 
 # A name longer than this is not a name: the reader stops waiting for its end.
 _NAME_LIMIT = 1024
+'''
+
+_DECODED = r'''
+
+def _decoded(text):
+    """The value a piece of JSON the reader has read denotes."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise _Broken from None
 '''
 
 _CLASS_HEAD = r'''
@@ -120,6 +138,10 @@ class StreamParser:
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
+        # While the reader waits inside plain text (content, reasoning, a value),
+        # how it takes a chunk without being resumed: the chunk's deltas, or None
+        # when the chunk needs the reader.
+        self._run = None
         self._reader = self._read()
 
     def feed(self, chunk):
@@ -128,6 +150,10 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if self._run is not None and self._hold_from is None:
+            deltas = self._run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if chunk:
             self._pending += chunk
             self._step()
@@ -147,6 +173,7 @@ class StreamParser:
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
+            self._run = None
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -187,6 +214,17 @@ class StreamParser:
         if text:
             self._started.add(field)
             self._emit(field, text)
+
+    def _text_run(self, field, stops):
+        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
+        with nothing pending before it, is sent as it is, as the reader would."""
+
+        def take(chunk):
+            if self._pending or field not in self._started or stops.search(chunk):
+                return None
+            return [{field: chunk}]
+
+        return take
 '''
 
 _READ_PLAIN = r'''
@@ -206,6 +244,7 @@ _REASONING = r'''
     def _read_reasoning(self):
         """The reasoning block, if the output has one."""
 OPENING
+        run = self._text_run("reasoning_content", _REASONING_STOPS)
         while True:
             end = self._pending.find(REASONING_END)
             if end >= 0:
@@ -219,7 +258,9 @@ OPENING
             keep = _settled(self._pending, (REASONING_END,))
             self._send("reasoning_content", self._pending[:keep])
             self._pending = self._pending[keep:]
+            self._run = run
             yield
+            self._run = None
 '''
 
 _REASONING_OPENING = r'''
@@ -272,6 +313,7 @@ _CONTENT_WITH_TRIGGER = r'''
         closing = bool(opener and CONTENT_END)
         attempts = 0
         search = 0  # the trigger is looked for from here on
+        run = self._text_run("content", _CONTENT_STOPS)
         while True:
             pending = self._pending
             at = pending.find(TRIGGER, search) if attempts < _ATTEMPTS else -1
@@ -303,7 +345,9 @@ _CONTENT_WITH_TRIGGER = r'''
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
+            self._run = None if opener else run
             yield
+            self._run = None
         yield from self._read_after()
 
     def _try_calls(self, at):
@@ -358,6 +402,7 @@ _CONTENT_BARE = r'''
 _READ_PLAIN_CONTENT = r'''
     def _read_plain(self, closing):
         """Content with no calls in it."""
+        run = self._text_run("content", _CONTENT_STOPS)
         while True:
             pending = self._pending
             if closing:
@@ -373,7 +418,9 @@ _READ_PLAIN_CONTENT = r'''
             keep = _settled(pending, (CONTENT_END,) if closing else ())
             self._send("content", pending[:keep])
             self._pending = pending[keep:]
+            self._run = run
             yield
+            self._run = None
 '''
 
 _CALLS = r'''
@@ -486,9 +533,8 @@ _CALLS = r'''
     def _arguments_text(self, index, text):
         if not text:
             return
-        last = self._deltas[-1] if self._deltas else None
-        if last is not None and "tool_calls" in last:
-            (call,) = last["tool_calls"]
+        if self._deltas and "tool_calls" in self._deltas[-1]:
+            (call,) = self._deltas[-1]["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
                 return
@@ -571,33 +617,161 @@ def _trim_end(text, markers):
 '''
 
 
-def _json_call_reader() -> str:
-    return r'''
+def _json_call_reader(tools: dict) -> str:
+    fields = tools["json"]
+    if fields["literal"] != "json":
+        return _JSON_VALUE + _WHOLE_OBJECT_CALL
+    if fields["name_is_key"]:
+        early = "not members and _good_name(key)"
+        name = "key"
+        keep = ""
+    else:
+        name = "name"
+        single = all(
+            not fields[field] or "." not in fields[field] for field in ("name", "arguments", "id")
+        )
+        early = (
+            "key == ARGUMENTS_PATH[0] and isinstance(name, str) and _good_name(name)"
+            " and (not ID_PATH or ID_PATH[0] in members)"
+            if single
+            else "False"
+        )
+        keep = textwrap.indent(
+            textwrap.dedent(
+                """
+                if key == NAME_PATH[0]:
+                    name = _decoded(text)
+                elif ID_PATH and key == ID_PATH[0]:
+                    call_id = _decoded(text)
+                    call_id = call_id if isinstance(call_id, str) else None
+                """
+            ),
+            "            ",
+        )
+    return (
+        _JSON_VALUE
+        + _OBJECT_CALL.replace("EARLY", early).replace("NAME", name).replace("KEEP\n", keep)
+    )
+
+
+_JSON_VALUE = r'''
+    def _next_char(self):
+        """The next character once it has arrived ("" at the end of the output)."""
+        while not self._pending and not self._eof:
+            yield
+        return self._pending[:1]
+
+    def _json_space(self):
+        """Skip the whitespace JSON allows between tokens."""
+        while True:
+            self._consume(_JSON_SPACE.match(self._pending).end())
+            if self._pending or self._eof:
+                return
+            yield
+
+    def _json_value(self, index=None):
+        """A JSON value's text, read to its end; with an ``index``, sent as that
+        call's arguments as it arrives."""
+        scan = _ValueEnd()
+        pieces = []
+
+        def take(chunk):
+            # Inside a string that the chunk cannot close, the value goes on.
+            if self._pending or not scan.quote or scan.quote in chunk:
+                return None
+            if scan.escaped or "\\" in chunk:
+                scan.scan(chunk, 0, False)
+            else:
+                scan.read += len(chunk)
+            self._raw.append(chunk)
+            pieces.append(chunk)
+            if index is None:
+                return []
+            return [{"tool_calls": [{"index": index, "function": {"arguments": chunk}}]}]
+
+        while True:
+            end = scan.scan(self._pending, 0, self._eof)
+            if end is not None and end < 0:
+                raise _Broken
+            piece = self._pending if end is None else self._pending[:end]
+            pieces.append(piece)
+            self._consume(len(piece))
+            if index is not None:
+                self._arguments_text(index, piece)
+            if end is not None:
+                return "".join(pieces)
+            self._run = take
+            yield
+            self._run = None
+'''
+
+_WHOLE_OBJECT_CALL = r'''
     def _read_call(self, index):
-        """One call: a JSON object, sent once it is whole."""
+        """One call: an object, sent once it is whole."""
         if not (yield from self._literal(CALL_START)):
             raise _Broken
         yield from self._skip_space()
-        scan = _ValueEnd()
-        pieces = []
-        while True:
-            end = scan.scan(self._pending, 0, self._eof)
-            if end is None:
-                pieces.append(self._pending)
-                self._consume(len(self._pending))
-                yield
-                continue
-            if end < 0:
-                raise _Broken
-            pieces.append(self._pending[:end])
-            self._consume(end)
-            break
-        found = _read_call(CALL_START + "".join(pieces), 0, self._types)
+        if (yield from self._next_char()) != "{":
+            raise _Broken
+        text = yield from self._json_value()
+        found = _read_call(CALL_START + text, 0, self._types)
         if found is None or found[1] < 0:
             raise _Broken
         call = found[0]
         self._open_call(index, call["function"]["name"], call["id"])
         self._arguments_text(index, call["function"]["arguments"])
+        yield from self._closer(CALL_END)
+'''
+
+_OBJECT_CALL = r'''
+    def _read_call(self, index):
+        """One call: a JSON object, read member by member. Once the name (and id)
+        are known, arguments written as an object stream as the model writes them;
+        a call written in another order is sent when its object closes. Either way
+        the whole object is then read as ``parse`` reads it."""
+        if not (yield from self._literal(CALL_START)):
+            raise _Broken
+        yield from self._skip_space()
+        mark = len(self._raw)
+        if (yield from self._next_char()) != "{":
+            raise _Broken
+        self._consume(1)
+        yield from self._json_space()
+        members = set()
+        name = call_id = None
+        opened = False
+        while (yield from self._next_char()) != "}":
+            if members:
+                if (yield from self._next_char()) != ",":
+                    raise _Broken
+                self._consume(1)
+                yield from self._json_space()
+            if (yield from self._next_char()) != '"':
+                raise _Broken
+            key = _decoded((yield from self._json_value()))
+            if key in members:
+                raise _Broken
+            yield from self._json_space()
+            if (yield from self._next_char()) != ":":
+                raise _Broken
+            self._consume(1)
+            yield from self._json_space()
+            early = EARLY and (yield from self._next_char()) == "{"
+            if early:
+                self._open_call(index, NAME, call_id)
+                opened = True
+            text = yield from self._json_value(index if early else None)
+            members.add(key)
+KEEP
+            yield from self._json_space()
+        self._consume(1)
+        found = _read_call(CALL_START + "".join(self._raw[mark:]), 0, self._types)
+        if found is None or found[1] < 0:
+            raise _Broken
+        call = found[0]
+        if not opened:
+            self._open_call(index, call["function"]["name"], call["id"])
+            self._arguments_text(index, call["function"]["arguments"])
         yield from self._closer(CALL_END)
 '''
 
@@ -641,7 +815,7 @@ def _tagged_call_reader(tools: dict) -> str:
         _WORD_AND_INDEX,
     ]
     if arguments["encoding"] == "json":
-        code.append(_JSON_ARGUMENTS)
+        code += [_JSON_VALUE, _JSON_ARGUMENTS]
     else:
         code.append(_tagged_arguments(arguments))
     return "".join(code)
@@ -684,29 +858,14 @@ _WORD_AND_INDEX = r'''
 
 _JSON_ARGUMENTS = r'''
     def _json_arguments(self, index):
-        """The arguments: one JSON object, sent as it is read where the format
-        writes JSON."""
+        """The arguments: one object, sent as it is read where the format writes
+        JSON."""
         yield from self._skip_space()
-        while not self._pending and not self._eof:
-            yield
-        if not self._pending.startswith("{"):
+        if (yield from self._next_char()) != "{":
             raise _Broken
-        scan = _ValueEnd()
-        pieces = []
-        while True:
-            end = scan.scan(self._pending, 0, self._eof)
-            piece = self._pending if end is None else self._pending[: max(end, 0)]
-            if end is not None and end < 0:
-                raise _Broken
-            pieces.append(piece)
-            self._consume(len(piece))
-            if LITERAL == "json":
-                self._arguments_text(index, piece)
-            if end is not None:
-                break
-            yield
+        text = yield from self._json_value(index if LITERAL == "json" else None)
         try:
-            value = _load("".join(pieces), LITERAL)
+            value = _load(text, LITERAL)
         except ValueError:
             raise _Broken from None
         if not isinstance(value, dict):
@@ -791,32 +950,45 @@ _SUFFIXED_VALUE = r'''
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         # What may end the value: the suffix, less or with the whitespace it opens with.
-        firsts = {core[0], (lead + core)[0]}
+        first, other = core[0], (lead + core)[0]
         reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
         pieces = []
+
+        def take(chunk):
+            """The deltas of the value read so far with ``chunk``: all of it but a
+            tail that may start the suffix. None when the suffix is there."""
+            text = self._pending + chunk
+            if core in text:
+                return None
+            keep = len(text)
+            tail = text[-reach:]
+            if first in tail or other in tail:
+                keep = min(_partial_at(text, lead + core), _partial_at(text, core))
+            piece = text[:keep]
+            self._raw.append(piece)
+            self._pending = text[keep:]
+            if not streaming:
+                pieces.append(piece)
+                return []
+            if not piece:
+                return []
+            sent = _ENCODE_STRING(piece)[1:-1]
+            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+
         while True:
-            pending = self._pending
-            end = pending.find(core)
+            end = self._pending.find(core)
             if end >= 0:
                 break
             if self._eof:
                 raise _Broken
-            tail = pending[max(0, len(pending) - reach) :]
-            if any(first in tail for first in firsts):
-                keep = min(_partial_at(pending, lead + core), _partial_at(pending, core))
-            else:
-                keep = len(pending)
-            piece = pending[:keep]
-            self._consume(keep)
-            if streaming:
-                self._arguments_text(index, _json_text(piece))
-            else:
-                pieces.append(piece)
+            self._deltas += take("")
+            self._run = take
             yield
-        last = _before(pending[:end], suffix)
+            self._run = None
+        last = _before(self._pending[:end], suffix)
         self._consume(end)
         yield from self._literal(suffix)
         if streaming:
@@ -863,6 +1035,21 @@ _LITERAL_VALUE = r'''
 '''
 
 
+def _stop_patterns(spec: dict) -> str:
+    """What stops a chunk of reasoning or content from being sent as it is."""
+    lines = ["\n\n"]
+    reasoning = spec["reasoning"]
+    if reasoning["mode"] != "none" and reasoning.get("end"):
+        lines.append("_REASONING_STOPS = _stops(REASONING_END)\n")
+    markers = []
+    if spec["tools"]["format"] != "none" and trigger(spec["tools"]):
+        markers.append("TRIGGER")
+    if spec["content"]["mode"] != "plain" and spec["content"].get("start"):
+        markers.append("CONTENT_END")
+    lines.append(f"_CONTENT_STOPS = _stops({', '.join(markers)})\n")
+    return "".join(lines)
+
+
 def generate(spec: dict) -> str:
     """The StreamParser class and its helpers, for this spec's format."""
     tools = spec["tools"]
@@ -872,6 +1059,9 @@ def generate(spec: dict) -> str:
     parts = [_HELPERS]
     if has_calls:
         parts += [_CALL_HELPERS, _TRIM_END]
+    if tools["format"] == "json" and tools["json"]["literal"] == "json":
+        parts.append(_DECODED)
+    parts.append(_stop_patterns(spec))
     parts.append(_CLASS_HEAD % {"types": "_schema_types(tools)" if has_calls else "{}"})
     parts.append(_READ_PLAIN)
     if reasoning["mode"] == "none" or not reasoning.get("end"):
@@ -890,7 +1080,7 @@ def generate(spec: dict) -> str:
         parts += [_CONTENT_BARE, _READ_PLAIN_CONTENT]
     parts.append(_CALLS)
     if tools["format"] == "json":
-        parts.append(_json_call_reader())
+        parts.append(_json_call_reader(tools))
     else:
         parts.append(_tagged_call_reader(tools))
     return "".join(parts)
