@@ -591,7 +591,8 @@ def _schema_types(tools):
 
 
 def _good_name(name):
-    return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
+    """Whether ``name`` can be a function name: short, and one word."""
+    return len(name) <= 256 and name.split() == [name]
 
 
 def _read_object(text, at):
@@ -897,10 +898,9 @@ def _undecided(head, markers):
 
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
-    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
-    its end (held back, as ``parse`` strips it)."""
+    that may start one of ``markers`` or an end-of-turn marker."""
     firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
-    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+    return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
 def _decided(text, literal):
@@ -956,6 +956,8 @@ def _trim_end(text, markers):
 
 _REASONING_STOPS = _stops(REASONING_END)
 _CONTENT_STOPS = _stops(TRIGGER)
+# Whether the text between ARG_STRING_OPEN and ARG_STRING_CLOSE is the value.
+_RAW_STRINGS = False
 
 
 class StreamParser:
@@ -1057,13 +1059,17 @@ class StreamParser:
             self._emit(field, text)
 
     def _text_run(self, field, stops):
-        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
-        with nothing pending before it, is sent as it is, as the reader would."""
+        """The run of plain ``field`` text: once it has started, pending text and a
+        chunk in which ``stops`` finds nothing are sent as the reader would send
+        them, all but trailing whitespace."""
 
         def take(chunk):
-            if self._pending or field not in self._started or stops.search(chunk):
+            text = self._pending + chunk
+            if field not in self._started or stops.search(text):
                 return None
-            return [{field: chunk}]
+            kept = text.rstrip()
+            self._pending = text[len(kept) :]
+            return [{field: kept}] if kept else []
 
         return take
 
@@ -1147,7 +1153,7 @@ class StreamParser:
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
-            self._run = None if opener else run
+            self._run = None if opener or search else run
             yield
             self._run = None
         yield from self._read_after()
@@ -1410,9 +1416,7 @@ class StreamParser:
                 break
             kind = types.get(key)
             opening = "{" if not count else ", "
-            self._arguments_text(
-                index, opening + json.dumps(key, ensure_ascii=False) + ": "
-            )
+            self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
             yield from self._literal_value(index, kind)
             count += 1
         self._arguments_text(index, "}" if count else "{}")
@@ -1436,6 +1440,9 @@ class StreamParser:
                 yield
         if ARG_STRING_OPEN and self._pending.startswith(ARG_STRING_OPEN):
             self._consume(len(ARG_STRING_OPEN))
+            if _RAW_STRINGS:
+                yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
+                return
             end = yield from self._upto(ARG_STRING_CLOSE)
             if end < 0:
                 raise _Broken
@@ -1461,3 +1468,56 @@ class StreamParser:
                 yield
             value = _typed("".join(pieces), kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))
+
+    def _suffixed_value(self, index, suffix, kind):
+        """A value written up to ``suffix``: a string is sent as it arrives, any
+        other value once it is whole."""
+        core = suffix.strip()
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        # What may end the value: the suffix, less or with the whitespace it opens with.
+        first, other = core[0], (lead + core)[0]
+        reach = len(lead + core) - 1
+        streaming = kind == "string"
+        if streaming:
+            self._arguments_text(index, '"')
+        pieces = []
+
+        def take(chunk):
+            """The deltas of the value read so far with ``chunk``: all of it but a
+            tail that may start the suffix. None when the suffix is there."""
+            text = self._pending + chunk
+            if core in text:
+                return None
+            keep = len(text)
+            tail = text[-reach:]
+            if first in tail or other in tail:
+                keep = min(_partial_at(text, lead + core), _partial_at(text, core))
+            piece = text[:keep]
+            self._raw.append(piece)
+            self._pending = text[keep:]
+            if not streaming:
+                pieces.append(piece)
+                return []
+            if not piece:
+                return []
+            sent = _ENCODE_STRING(piece)[1:-1]
+            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+
+        while True:
+            end = self._pending.find(core)
+            if end >= 0:
+                break
+            if self._eof:
+                raise _Broken
+            self._deltas += take("")
+            self._run = take
+            yield
+            self._run = None
+        last = _before(self._pending[:end], suffix)
+        self._consume(end)
+        yield from self._literal(suffix)
+        if streaming:
+            self._arguments_text(index, _json_text(last) + '"')
+        else:
+            value = _typed("".join(pieces) + last, kind, LITERAL)
+            self._arguments_text(index, json.dumps(value, ensure_ascii=False))

@@ -170,10 +170,9 @@ def _undecided(head, markers):
 
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
-    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
-    its end (held back, as ``parse`` strips it)."""
+    that may start one of ``markers`` or an end-of-turn marker."""
     firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
-    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+    return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
 _CONTENT_STOPS = _stops()
@@ -278,13 +277,17 @@ class StreamParser:
             self._emit(field, text)
 
     def _text_run(self, field, stops):
-        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
-        with nothing pending before it, is sent as it is, as the reader would."""
+        """The run of plain ``field`` text: once it has started, pending text and a
+        chunk in which ``stops`` finds nothing are sent as the reader would send
+        them, all but trailing whitespace."""
 
         def take(chunk):
-            if self._pending or field not in self._started or stops.search(chunk):
+            text = self._pending + chunk
+            if field not in self._started or stops.search(text):
                 return None
-            return [{field: chunk}]
+            kept = text.rstrip()
+            self._pending = text[len(kept) :]
+            return [{field: kept}] if kept else []
 
         return take
 

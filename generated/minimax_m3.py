@@ -701,7 +701,8 @@ def _schema_types(tools):
 
 
 def _good_name(name):
-    return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
+    """Whether ``name`` can be a function name: short, and one word."""
+    return len(name) <= 256 and name.split() == [name]
 
 
 def _read_object(text, at):
@@ -996,10 +997,9 @@ def _undecided(head, markers):
 
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
-    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
-    its end (held back, as ``parse`` strips it)."""
+    that may start one of ``markers`` or an end-of-turn marker."""
     firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
-    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+    return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
 def _decided(text, literal):
@@ -1156,13 +1156,17 @@ class StreamParser:
             self._emit(field, text)
 
     def _text_run(self, field, stops):
-        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
-        with nothing pending before it, is sent as it is, as the reader would."""
+        """The run of plain ``field`` text: once it has started, pending text and a
+        chunk in which ``stops`` finds nothing are sent as the reader would send
+        them, all but trailing whitespace."""
 
         def take(chunk):
-            if self._pending or field not in self._started or stops.search(chunk):
+            text = self._pending + chunk
+            if field not in self._started or stops.search(text):
                 return None
-            return [{field: chunk}]
+            kept = text.rstrip()
+            self._pending = text[len(kept) :]
+            return [{field: kept}] if kept else []
 
         return take
 
@@ -1246,7 +1250,7 @@ class StreamParser:
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
-            self._run = None if opener else run
+            self._run = None if opener or search else run
             yield
             self._run = None
         yield from self._read_after()
@@ -1509,9 +1513,7 @@ class StreamParser:
                 break
             kind = types.get(key)
             opening = "{" if not count else ", "
-            self._arguments_text(
-                index, opening + json.dumps(key, ensure_ascii=False) + ": "
-            )
+            self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
             yield from self._suffixed_value(
                 index, ARG_VALUE_SUFFIX.replace("{key}", key), kind
             )

@@ -138,6 +138,45 @@ def test_stream_is_incremental(slug, kind):
     assert late <= longest, f"finish() sent {late} characters"
 
 
+# A long string argument, written the same in every format (nothing to escape).
+LONG_VALUE = " ".join(f"step{i}" for i in range(80))
+LONG_KIND = rt.Kind(
+    "long_argument", "", calls=(("get_weather", {"city": LONG_VALUE, "unit": "celsius"}),)
+)
+_TOOL_FORMATS = [slug for slug in rt.slugs() if rt.load_spec(slug)["tools"]["format"] != "none"]
+
+
+@pytest.mark.parametrize("slug", _TOOL_FORMATS)
+def test_arguments_stream_while_they_are_written(slug):
+    """Fed up to the middle of a long argument, the stream has sent its first half
+    (less what may still be a marker): arguments do not wait for the call to close."""
+    case = rt.build_case(slug, LONG_KIND)
+    if case is None:
+        pytest.skip("the template cannot express this case")
+    module = rt.module(slug)
+    if _is_bare(module):
+        pytest.skip("no marker starts a call: the stream may hold it back")
+    if (module.SPEC["tools"].get("arguments") or {}).get("string_open", "")[:1] in ("'", '"'):
+        pytest.skip("a quoted value is a literal whose escapes are decoded: sent once whole")
+    start = case.text.find(LONG_VALUE)
+    if start < 0 or case.text.rfind("get_weather", 0, start) < 0:
+        pytest.skip("the template does not write the name, then the value as given")
+    whole = module.parse(case.text, tools=case.tools)
+    if len(whole["tool_calls"]) != 1:
+        pytest.skip("parse itself does not read the call")
+    parser = module.StreamParser(tools=case.tools)
+    middle = start + len(LONG_VALUE) // 2
+    fed = []
+    for at in range(middle):
+        fed += parser.feed(case.text[at])
+    sent = merge(fed)["tool_calls"]
+    assert sent, "the call is not open in the middle of its arguments"
+    arguments = sent[0]["function"]["arguments"]
+    assert whole["tool_calls"][0]["function"]["arguments"].startswith(arguments)
+    longest = max(map(len, _markers(module.SPEC)), default=0)
+    assert LONG_VALUE[: len(LONG_VALUE) // 2 - longest] in arguments
+
+
 def test_feed_rejects_what_is_not_text():
     module = rt.module(rt.slugs()[0])
     parser = module.StreamParser()
@@ -226,3 +265,22 @@ def test_malformed_output_never_raises_or_loses_text(drawn, thinking):
         return
     # Text that fits the format: the stream reads it as parse does.
     assert message == strict
+
+
+@pytest.mark.parametrize("slug", TOOL_SLUGS)
+def test_deep_nesting_never_raises(slug):
+    """A value nested deeper than Python's recursion limit is not a call's value:
+    parse and the stream keep the text and do not raise."""
+    case = rt.make_case(slug, rt.TOOL_KINDS[0])
+    if case is None or "Tokyo" not in case.text:
+        pytest.skip("the template does not write the value as given")
+    depth = 100_000
+    text = case.text.replace("Tokyo", "[" * depth + "]" * depth, 1)
+    module = rt.module(slug)
+    whole = module.parse(text, tools=case.tools)
+    fed, finished = stream(module, text, range(4096, len(text), 4096), tools=case.tools)
+    for message in (whole, merge(fed + finished)):
+        kept = message["content"] + "".join(
+            call["function"]["arguments"] for call in message["tool_calls"]
+        )
+        assert kept.count("[") >= depth

@@ -93,7 +93,8 @@ def _schema_types(tools):
 
 
 def _good_name(name):
-    return 0 < len(name) <= 256 and not any(char.isspace() for char in name)
+    """Whether ``name`` can be a function name: short, and one word."""
+    return len(name) <= 256 and name.split() == [name]
 
 
 def _read_object(text, at):

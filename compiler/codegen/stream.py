@@ -59,10 +59,9 @@ def _undecided(head, markers):
 
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
-    that may start one of ``markers`` or an end-of-turn marker, or whitespace at
-    its end (held back, as ``parse`` strips it)."""
+    that may start one of ``markers`` or an end-of-turn marker."""
     firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
-    return re.compile("[%s]|\\s\\Z" % re.escape(firsts) if firsts else "\\s\\Z")
+    return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 '''
 
 _CALL_HELPERS = r'''
@@ -216,13 +215,17 @@ class StreamParser:
             self._emit(field, text)
 
     def _text_run(self, field, stops):
-        """The run of plain ``field`` text: a chunk that ``stops`` finds nothing in,
-        with nothing pending before it, is sent as it is, as the reader would."""
+        """The run of plain ``field`` text: once it has started, pending text and a
+        chunk in which ``stops`` finds nothing are sent as the reader would send
+        them, all but trailing whitespace."""
 
         def take(chunk):
-            if self._pending or field not in self._started or stops.search(chunk):
+            text = self._pending + chunk
+            if field not in self._started or stops.search(text):
                 return None
-            return [{field: chunk}]
+            kept = text.rstrip()
+            self._pending = text[len(kept) :]
+            return [{field: kept}] if kept else []
 
         return take
 '''
@@ -345,7 +348,7 @@ _CONTENT_WITH_TRIGGER = r'''
                 self._pending = pending[keep:]
                 search = max(0, search - keep)
                 opener = 0
-            self._run = None if opener else run
+            self._run = None if opener or search else run
             yield
             self._run = None
         yield from self._read_after()
@@ -884,7 +887,7 @@ def _tagged_arguments(arguments: dict) -> str:
         value_reader = _SUFFIXED_VALUE
     else:
         value = "yield from self._literal_value(index, kind)\n"
-        value_reader = _LITERAL_VALUE
+        value_reader = _LITERAL_VALUE + _SUFFIXED_VALUE
     start = ""
     if arguments.get("value_start"):
         start = textwrap.dedent(
@@ -921,7 +924,7 @@ def _tagged_arguments(arguments: dict) -> str:
         + textwrap.indent(start, "            ")
         + r'''            kind = types.get(key)
             opening = "{" if not count else ", "
-            self._arguments_text(index, opening + json.dumps(key, ensure_ascii=False) + ": ")
+            self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
 '''
         + "            "
         + value
@@ -940,6 +943,21 @@ def _tagged_arguments(arguments: dict) -> str:
         return key
 '''
         + value_reader
+    )
+
+
+def _raw_strings(arguments: dict) -> str:
+    """Whether a string value's delimiters make no JSON or Python literal (Gemma 4's
+    ``<|"|>``): ``parse`` then takes the text between them as it is, so the stream
+    can send it as it arrives. Quotes make a literal whose escapes are decoded: that
+    value is sent once whole."""
+    opener = arguments.get("string_open") or ""
+    closer = arguments.get("string_close") or ""
+    first = opener.lstrip()[:1]
+    raw = bool(opener) and closer == closer.strip() and not (first.isalnum() or first in "\"'{[(-+.")
+    return (
+        "# Whether the text between ARG_STRING_OPEN and ARG_STRING_CLOSE is the value.\n"
+        f"_RAW_STRINGS = {raw}\n"
     )
 
 
@@ -1007,6 +1025,9 @@ _LITERAL_VALUE = r'''
                 yield
         if ARG_STRING_OPEN and self._pending.startswith(ARG_STRING_OPEN):
             self._consume(len(ARG_STRING_OPEN))
+            if _RAW_STRINGS:
+                yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
+                return
             end = yield from self._upto(ARG_STRING_CLOSE)
             if end < 0:
                 raise _Broken
@@ -1035,8 +1056,9 @@ _LITERAL_VALUE = r'''
 '''
 
 
-def _stop_patterns(spec: dict) -> str:
-    """What stops a chunk of reasoning or content from being sent as it is."""
+def _module_constants(spec: dict) -> str:
+    """What stops a chunk of reasoning or content from being sent as it is, and how
+    string values are delimited."""
     lines = ["\n\n"]
     reasoning = spec["reasoning"]
     if reasoning["mode"] != "none" and reasoning.get("end"):
@@ -1047,6 +1069,9 @@ def _stop_patterns(spec: dict) -> str:
     if spec["content"]["mode"] != "plain" and spec["content"].get("start"):
         markers.append("CONTENT_END")
     lines.append(f"_CONTENT_STOPS = _stops({', '.join(markers)})\n")
+    arguments = spec["tools"].get("arguments") or {}
+    if arguments.get("encoding") == "tagged" and not arguments.get("value_suffix", "").strip():
+        lines.append(_raw_strings(arguments))
     return "".join(lines)
 
 
@@ -1061,7 +1086,7 @@ def generate(spec: dict) -> str:
         parts += [_CALL_HELPERS, _TRIM_END]
     if tools["format"] == "json" and tools["json"]["literal"] == "json":
         parts.append(_DECODED)
-    parts.append(_stop_patterns(spec))
+    parts.append(_module_constants(spec))
     parts.append(_CLASS_HEAD % {"types": "_schema_types(tools)" if has_calls else "{}"})
     parts.append(_READ_PLAIN)
     if reasoning["mode"] == "none" or not reasoning.get("end"):
