@@ -809,15 +809,35 @@ def _partial_at(text, marker):
     return len(text)
 
 
+def _tail_pattern(markers):
+    """(pattern, reach): the pattern matches a proper prefix of one of ``markers``
+    or of an end-of-turn marker that ends the text, searched for in its last
+    ``reach`` characters only."""
+    found = _TAIL_PATTERNS.get(markers)
+    if found is None:
+        whole = [marker for marker in markers + tuple(STOP) if marker]
+        prefixes = sorted(
+            {marker[:size] for marker in whole for size in range(1, len(marker))}
+        )
+        pattern = (
+            "(?:%s)\\Z" % "|".join(map(re.escape, prefixes)) if prefixes else "(?!)"
+        )
+        found = _TAIL_PATTERNS[markers] = (
+            re.compile(pattern),
+            max(map(len, whole), default=0),
+        )
+    return found
+
+
+_TAIL_PATTERNS = {}
+
+
 def _settled(text, markers):
     """How much of ``text`` can be sent: all but a tail that may still become one
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
-    end = len(text)
-    for marker in markers:
-        end = min(end, _partial_at(text, marker))
-    for stop in STOP:
-        end = min(end, _partial_at(text, stop))
-    kept = text[:end].rstrip()
+    pattern, reach = _tail_pattern(markers)
+    found = pattern.search(text, max(0, len(text) - reach))
+    kept = text[: found.start() if found else len(text)].rstrip()
     for stop in STOP:
         if stop and kept.endswith(stop):
             return len(kept[: len(kept) - len(stop)].rstrip())
