@@ -931,7 +931,9 @@ def _json_text(text):
     """``text`` as the inside of a JSON string, as ``json.dumps(...,
     ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
     a string can be escaped one by one)."""
-    return _ENCODE_STRING(text)[1:-1]
+    if '"' in text or "\\" in text or not text.isprintable():
+        return _ENCODE_STRING(text)[1:-1]
+    return text  # nothing in it to escape
 
 
 # json.dumps's own string encoder, without its per-call set-up.

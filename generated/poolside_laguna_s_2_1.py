@@ -894,7 +894,9 @@ def _json_text(text):
     """``text`` as the inside of a JSON string, as ``json.dumps(...,
     ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
     a string can be escaped one by one)."""
-    return _ENCODE_STRING(text)[1:-1]
+    if '"' in text or "\\" in text or not text.isprintable():
+        return _ENCODE_STRING(text)[1:-1]
+    return text  # nothing in it to escape
 
 
 # json.dumps's own string encoder, without its per-call set-up.
@@ -1405,7 +1407,6 @@ class StreamParser:
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         # What may end the value: the suffix, less or with the whitespace it opens with.
         first, other = core[0], (lead + core)[0]
-        reach = len(lead + core) - 1
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -1415,21 +1416,22 @@ class StreamParser:
             """The deltas of the value read so far with ``chunk``: all of it but a
             tail that may start the suffix. None when the suffix is there."""
             text = self._pending + chunk
-            if core in text:
-                return None
-            keep = len(text)
-            tail = text[-reach:]
-            if first in tail or other in tail:
+            if first in text or other in text:
+                if core in text:
+                    return None
                 keep = min(_partial_at(text, lead + core), _partial_at(text, core))
-            piece = text[:keep]
+                piece = text[:keep]
+                self._pending = text[keep:]
+            else:
+                piece = text
+                self._pending = ""
             self._raw.append(piece)
-            self._pending = text[keep:]
             if not streaming:
                 pieces.append(piece)
                 return []
             if not piece:
                 return []
-            sent = _ENCODE_STRING(piece)[1:-1]
+            sent = _json_text(piece)
             return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
 
         while True:
