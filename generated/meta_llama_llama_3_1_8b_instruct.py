@@ -340,6 +340,12 @@ class _ValueEnd:
         self.escaped = False
         self.read = 0  # characters read in earlier pieces
 
+    def copy(self):
+        twin = _ValueEnd()
+        twin.depth = list(self.depth)
+        twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
+        return twin
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
@@ -417,20 +423,6 @@ def _typed(text, kind, literal):
         return _load(text, literal)
     except ValueError:
         return text
-
-
-def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
-    types = {}
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else {}
-        parameters = function.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        types[function.get("name")] = {
-            key: (field.get("type") if isinstance(field, dict) else None)
-            for key, field in properties.items()
-        }
-    return types
 
 
 def _good_name(name):
@@ -642,7 +634,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
     reasoning, rest = _split_reasoning(_strip_stop(text), enable_thinking, strict)
-    before, tool_calls, after = _find_calls(rest, _schema_types(tools), strict)
+    before, tool_calls, after = _find_calls(rest, {}, strict)
     if tool_calls:
         before = _strip_stop(before)
     content = _read_content(before, strict)
@@ -800,7 +792,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = _schema_types(tools)
+        self._types = {}
         self._pending = ""  # text read but not yet settled
         self._eof = False
         self._deltas = []
@@ -1161,13 +1153,22 @@ class StreamParser:
         pieces = []
 
         def take(chunk):
-            # Inside a string that the chunk cannot close, the value goes on.
-            if self._pending or not scan.quote or scan.quote in chunk:
+            nonlocal scan
+            if self._pending:
                 return None
-            if scan.escaped or "\\" in chunk:
-                scan.scan(chunk, 0, False)
+            if scan.quote and scan.quote not in chunk:
+                # Inside a string that the chunk cannot close, the value goes on.
+                if scan.escaped or "\\" in chunk:
+                    scan.scan(chunk, 0, False)
+                else:
+                    scan.read += len(chunk)
             else:
-                scan.read += len(chunk)
+                # The value may end in the chunk: scan a copy, so that the reader
+                # can read the chunk afresh if it does.
+                trial = scan.copy()
+                if trial.scan(chunk, 0, False) is not None:
+                    return None
+                scan = trial
             self._raw.append(chunk)
             pieces.append(chunk)
             if index is None:

@@ -503,6 +503,12 @@ class _ValueEnd:
         self.escaped = False
         self.read = 0  # characters read in earlier pieces
 
+    def copy(self):
+        twin = _ValueEnd()
+        twin.depth = list(self.depth)
+        twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
+        return twin
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
@@ -582,20 +588,6 @@ def _typed(text, kind, literal):
         return text
 
 
-def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
-    types = {}
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else {}
-        parameters = function.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        types[function.get("name")] = {
-            key: (field.get("type") if isinstance(field, dict) else None)
-            for key, field in properties.items()
-        }
-    return types
-
-
 def _good_name(name):
     """Whether ``name`` can be a function name: short, and one word."""
     return len(name) <= 256 and name.split() == [name]
@@ -660,6 +652,20 @@ def _read_members(text, at):
     except (ValueError, RecursionError):
         pass
     return None
+
+
+def _schema_types(tools):
+    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
+    types = {}
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        parameters = function.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        types[function.get("name")] = {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return types
 
 
 def _call(name, arguments, call_id):

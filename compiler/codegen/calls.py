@@ -78,20 +78,6 @@ def _typed(text, kind, literal):
         return text
 
 
-def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
-    types = {}
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else {}
-        parameters = function.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        types[function.get("name")] = {
-            key: (field.get("type") if isinstance(field, dict) else None)
-            for key, field in properties.items()
-        }
-    return types
-
-
 def _good_name(name):
     """Whether ``name`` can be a function name: short, and one word."""
     return len(name) <= 256 and name.split() == [name]
@@ -183,6 +169,12 @@ class _ValueEnd:
         self.escaped = False
         self.read = 0  # characters read in earlier pieces
 
+    def copy(self):
+        twin = _ValueEnd()
+        twin.depth = list(self.depth)
+        twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
+        return twin
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
@@ -238,6 +230,22 @@ def _value_end(text, at):
 '''
 
 HELPERS = _HELPERS_TEXT % {'value_end': _VALUE_END}
+
+_SCHEMA_TYPES = '''
+
+def _schema_types(tools):
+    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
+    types = {}
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        parameters = function.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        types[function.get("name")] = {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return types
+'''
 
 
 def _const(name: str, value) -> str:
@@ -690,7 +698,14 @@ def reader(tools: dict) -> str:
         specific = _json_reader(tools)
     else:
         specific = _tagged_reader(tools)
-    return HELPERS + shared + specific + _finder(tools)
+    schema = _SCHEMA_TYPES if typed_values(tools) else ""
+    return HELPERS + schema + shared + specific + _finder(tools)
+
+
+def typed_values(tools: dict) -> bool:
+    """Whether the format writes argument values as text for the tools' JSON
+    schemas to type (key/value units), rather than as JSON."""
+    return tools["format"] != "json" and tools["arguments"]["encoding"] == "tagged"
 
 
 def trigger(tools: dict) -> str:

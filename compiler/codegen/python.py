@@ -328,6 +328,10 @@ def generate(slug: str, spec: dict) -> str:
     if tools["format"] == "none":
         parts.append(_PARSE_PLAIN)
     else:
-        parts += ["\n", calls.constants(tools), calls.reader(tools), _PARSE_WITH_CALLS]
+        parse = _PARSE_WITH_CALLS
+        if not calls.typed_values(tools):
+            # The arguments are written as JSON: nothing for the tools' schemas to type.
+            parse = parse.replace("_schema_types(tools)", "{}")
+        parts += ["\n", calls.constants(tools), calls.reader(tools), parse]
     parts.append(stream.generate(spec))
     return black.format_str("".join(parts), mode=_MODE)

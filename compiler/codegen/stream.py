@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .calls import trigger
+from .calls import trigger, typed_values
 
 _HELPERS = r'''
 
@@ -694,13 +694,22 @@ _JSON_VALUE = r'''
         pieces = []
 
         def take(chunk):
-            # Inside a string that the chunk cannot close, the value goes on.
-            if self._pending or not scan.quote or scan.quote in chunk:
+            nonlocal scan
+            if self._pending:
                 return None
-            if scan.escaped or "\\" in chunk:
-                scan.scan(chunk, 0, False)
+            if scan.quote and scan.quote not in chunk:
+                # Inside a string that the chunk cannot close, the value goes on.
+                if scan.escaped or "\\" in chunk:
+                    scan.scan(chunk, 0, False)
+                else:
+                    scan.read += len(chunk)
             else:
-                scan.read += len(chunk)
+                # The value may end in the chunk: scan a copy, so that the reader
+                # can read the chunk afresh if it does.
+                trial = scan.copy()
+                if trial.scan(chunk, 0, False) is not None:
+                    return None
+                scan = trial
             self._raw.append(chunk)
             pieces.append(chunk)
             if index is None:
@@ -1102,7 +1111,8 @@ def generate(spec: dict) -> str:
     if tools["format"] == "json" and tools["json"]["literal"] == "json":
         parts.append(_DECODED)
     parts.append(_module_constants(spec))
-    parts.append(_CLASS_HEAD % {"types": "_schema_types(tools)" if has_calls else "{}"})
+    typed = has_calls and typed_values(tools)
+    parts.append(_CLASS_HEAD % {"types": "_schema_types(tools)" if typed else "{}"})
     parts.append(_READ_PLAIN)
     if reasoning["mode"] == "none" or not reasoning.get("end"):
         parts.append(_NO_REASONING)

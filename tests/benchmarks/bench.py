@@ -233,22 +233,47 @@ def measure(label: str, slug: str, size: int, chunk: int, budget: float) -> dict
         if why:
             row["errors"].append(f"{name}: {why}")
 
-    def timed(name, run):
-        row[name] = None if errors.get(name, "missing") else run()
-
-    timed("ours_parse", lambda: best_call(ours_parse, budget))
-    timed("hf_parse", lambda: best_call(hf_parse, budget))
-    timed(
-        "ours_stream",
-        lambda: best_stream(ours_stream, chunks, "finish", budget) / len(chunks),
-    )
-    timed(
-        "hf_stream",
-        lambda: best_stream(hf_stream, chunks, "finalize", budget) / len(chunks),
-    )
+    floor_work = _floor_work(module, ours)
+    errors["floor"] = None
+    share = budget / ROUNDS
+    timings = {
+        "ours_parse": lambda: best_call(ours_parse, share),
+        "hf_parse": lambda: best_call(hf_parse, share),
+        "floor": lambda: best_call(floor_work, share),
+        "ours_stream": lambda: best_stream(ours_stream, chunks, "finish", share)
+        / len(chunks),
+        "hf_stream": lambda: best_stream(hf_stream, chunks, "finalize", share)
+        / len(chunks),
+    }
+    # Rounds, each timing every parser once: a slow spell of the machine then
+    # weighs on all of them alike, not on whichever ran during it.
+    for name in timings:
+        row[name] = None
+    for _ in range(ROUNDS):
+        for name, run in timings.items():
+            if errors.get(name, "missing"):
+                continue
+            value = run()
+            row[name] = value if row[name] is None else min(row[name], value)
     row["speedup"] = _ratio(row["hf_parse"], row["ours_parse"])
+    row["best_speedup"] = _ratio(row["hf_parse"], row["floor"])
     row["stream_ratio"] = _ratio(row["ours_stream"], row["hf_stream"])
     return row
+
+
+def _floor_work(module, message: dict):
+    """The one piece of work our ``parse`` contract cannot skip, done by the json
+    module's C code alone: where the model writes the arguments as JSON, decoding
+    them (a malformed call must come back as content, so they are checked); where it
+    does not, encoding the values read as the JSON text ``arguments`` must be. No
+    parser that keeps the contract can be faster than this."""
+    tools = module.SPEC["tools"]
+    arguments = message["tool_calls"][0]["function"]["arguments"]
+    writes_json = tools["format"] == "json" or tools["arguments"]["encoding"] == "json"
+    if writes_json:
+        return lambda: json.loads(arguments)
+    values = json.loads(arguments)
+    return lambda: json.dumps(values, ensure_ascii=False)
 
 
 def _ratio(top, bottom):
@@ -257,6 +282,10 @@ def _ratio(top, bottom):
 
 # ---------------------------------------------------------------------------
 # the report
+
+
+# Timing rounds per figure (see measure()).
+ROUNDS = 3
 
 
 def acceptance(rows: list[dict]) -> list[dict]:
@@ -291,7 +320,8 @@ def acceptance(rows: list[dict]) -> list[dict]:
             lambda v: v >= MIN_SPEEDUP,
         ),
     ]
-    return [
+    floors = [row["best_speedup"] for row in rows]
+    results = [
         {
             "what": what,
             "worst": value,
@@ -300,6 +330,9 @@ def acceptance(rows: list[dict]) -> list[dict]:
         }
         for what, value, wanted, test in checks
     ]
+    # What the contract allows at best, beside the speedup it is measured against.
+    results[-1]["contract_allows"] = worst(floors, min)
+    return results
 
 
 def _us(seconds):
@@ -323,6 +356,8 @@ def table(rows: list[dict], chunk: int) -> str:
         "parse us",
         "HF parse us",
         "speedup",
+        "floor us",
+        "best possible",
         "stream us/chunk",
         "HF stream us/chunk",
         "ours/HF",
@@ -336,6 +371,8 @@ def table(rows: list[dict], chunk: int) -> str:
             _us(row["ours_parse"]),
             _us(row["hf_parse"]),
             _x(row["speedup"]),
+            _us(row["floor"]),
+            _x(row["best_speedup"]),
             _us(row["ours_stream"]),
             _us(row["hf_stream"]),
             _x(row["stream_ratio"]),
@@ -360,6 +397,14 @@ def table(rows: list[dict], chunk: int) -> str:
     lines.append(
         "speedup = HF parse / ours; ours/HF = our stream cost per chunk / HF's; "
         "HF = transformers parse_response / ResponseParser."
+    )
+    lines.append(
+        "floor = the json work parse's contract cannot skip (json.loads of the arguments"
+        " where the model writes JSON, to check them;"
+    )
+    lines.append(
+        "json.dumps of the values read where it does not); best possible = HF parse /"
+        " floor, the speedup no contract-keeping parser can beat."
     )
     for label, _ in FORMATS:
         mine = [row for row in rows if row["format"] == label]
@@ -456,6 +501,11 @@ def main(argv=None) -> int:
             print(
                 f"  {check['what']}: worst {worst}, wanted {check['wanted']}: {verdict}"
             )
+            if check.get("contract_allows") is not None:
+                print(
+                    "    (the contract's floor allows at most"
+                    f" {check['contract_allows']:.2f} where it binds hardest)"
+                )
         for error in errors:
             print(f"MISREAD {error}")
 
