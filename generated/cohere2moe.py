@@ -90,7 +90,7 @@ SPEC = {
             "arguments_as_string": False,
             "literal": "json",
         },
-        "end_of_turn_after_calls": ["<|END_ACTION|>"],
+        "end_of_turn_after_calls": ["<|END_ACTION|>", "<|END_OF_TURN_TOKEN|>"],
     },
     "end_of_turn": {
         "markers": ["<|END_TEXT|><|END_OF_TURN_TOKEN|>"],
@@ -188,7 +188,7 @@ _GRAMMAR_THINKING = (
     'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
     "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -297,7 +297,7 @@ _GRAMMAR_NO_THINKING = (
     'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
     "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -372,7 +372,7 @@ GBNF_TOOLS = (
     'call-first-other ::= ws "," ws "{" ws call-other-key ws ":" ws\n'
     "call-00 ::= ( call-then-other json-value )* ( call-then-name call-10 | call-then-arguments json-object call-01 )\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments json-object call-01 | call-first-other json-value call-00 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -481,7 +481,7 @@ SECTION_START = "<|START_ACTION|>["
 SECTION_END = "]"
 CALL_START = "\n    "
 CALL_SEPARATOR = ","
-END_AFTER_CALLS = ["<|END_ACTION|>"]
+END_AFTER_CALLS = ["<|END_ACTION|>", "<|END_OF_TURN_TOKEN|>"]
 CALL_END = ""
 NAME_PATH = ("tool_name",)
 ARGUMENTS_PATH = ("parameters",)

@@ -140,6 +140,9 @@ def _analyze(talk, caps, reasoning_markers, end_of_turn) -> ToolsResult:
     head, reasoning_block = _leading_empty_block(head)
     replaced = split(empty, one).left
     section_end, after_calls = _split_tail(head, tail, end_of_turn, replaced)
+    for shared in _shared_end(replaced, end_of_turn):
+        if shared not in after_calls:
+            after_calls.append(shared)
     shape = _json_call(unit) or _tagged_call(
         unit, second, renders, (prompt, reasoning_markers), result
     )
@@ -254,6 +257,25 @@ def _split_tail(head: str, tail: str, end_of_turn, replaced: str) -> tuple[str, 
         # another one.
         return text[: len(text) - len(marks[-1])].strip(), [marks[-1]]
     return text, []
+
+
+def _shared_end(replaced: str, end_of_turn) -> list[str]:
+    """The end of an end-of-turn marker that a turn with calls writes too, outside
+    what differs between the two turns: where a content turn's own text ends with
+    the first markers of a combined end-of-turn marker (Command R writes
+    <|END_TEXT|> where a turn with calls writes <|END_ACTION|>; both then write
+    <|END_OF_TURN_TOKEN|>)."""
+    own = replaced.strip()
+    shared = []
+    for marker in end_of_turn:
+        marks = markers_in(marker)
+        if "".join(marks) != marker:
+            continue
+        for cut in range(1, len(marks)):
+            if own.endswith("".join(marks[:cut])):
+                shared.append("".join(marks[cut:]))
+                break
+    return shared
 
 
 def _first_marker(text: str) -> list[str]:
