@@ -274,6 +274,9 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types = {}
         self._pending = ""  # text read but not yet settled
+        # Whitespace held back after plain text, while nothing else is pending: kept
+        # apart so that a long run of it costs time in proportion to its length.
+        self._space = []
         self._eof = False
         self._deltas = []
         self._started = set()  # the fields that have sent text
@@ -313,6 +316,9 @@ class StreamParser:
         return self._take()
 
     def _step(self):
+        if self._space:
+            self._pending = "".join(self._space) + self._pending
+            self._space = []
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
@@ -358,17 +364,32 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _hold(self, rest):
+        """Hold back ``rest``, the text read but not sent."""
+        if rest and rest.isspace():
+            self._space.append(rest)
+            rest = ""
+        self._pending = rest
+
     def _text_run(self, field, stops):
         """The run of plain ``field`` text: once it has started, pending text and a
         chunk in which ``stops`` finds nothing are sent as the reader would send
         them, all but trailing whitespace."""
 
         def take(chunk):
-            text = self._pending + chunk
+            if not self._pending and chunk.isspace():
+                self._space.append(chunk)
+                return []
+            text = (
+                "".join(self._space) + self._pending + chunk
+                if self._space
+                else self._pending + chunk
+            )
             if field not in self._started or stops.search(text):
                 return None
+            self._space = []
             kept = text.rstrip()
-            self._pending = text[len(kept) :]
+            self._hold(text[len(kept) :])
             return [{field: kept}] if kept else []
 
         return take
@@ -379,9 +400,11 @@ class StreamParser:
 
     def _read_reasoning(self):
         """The reasoning block, if the output has one."""
-        # Wait until the start of the output tells whether a block opens.
+        # Wait until the start of the output tells whether a block opens (the
+        # whitespace it starts with counts for nothing: it is dropped as it comes).
         markers = (REASONING_START, REASONING_END)
         while not self._eof and _undecided(self._pending.lstrip(), markers):
+            self._pending = self._pending.lstrip()
             yield
         head = self._pending.lstrip()
         if head.startswith(REASONING_START):
@@ -404,7 +427,7 @@ class StreamParser:
                 return
             keep = _settled(self._pending, (REASONING_END,))
             self._send("reasoning_content", self._pending[:keep])
-            self._pending = self._pending[keep:]
+            self._hold(self._pending[keep:])
             self._run = run
             yield
             self._run = None
@@ -437,7 +460,7 @@ class StreamParser:
                 return
             keep = _settled(pending, (CONTENT_END,) if closing else ())
             self._send("content", pending[:keep])
-            self._pending = pending[keep:]
+            self._hold(pending[keep:])
             self._run = run
             yield
             self._run = None

@@ -983,9 +983,10 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still be just an end-of-turn marker."""
-    text = text.strip()
-    return any(stop.startswith(text) for stop in STOP if stop)
+    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
+    whitespace around it (whitespace after a part of one ends that hope)."""
+    head = text.lstrip()
+    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
 def _json_text(text):
@@ -1036,6 +1037,9 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types = _schema_types(tools)
         self._pending = ""  # text read but not yet settled
+        # Whitespace held back after plain text, while nothing else is pending: kept
+        # apart so that a long run of it costs time in proportion to its length.
+        self._space = []
         self._eof = False
         self._deltas = []
         self._started = set()  # the fields that have sent text
@@ -1075,6 +1079,9 @@ class StreamParser:
         return self._take()
 
     def _step(self):
+        if self._space:
+            self._pending = "".join(self._space) + self._pending
+            self._space = []
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
@@ -1120,17 +1127,32 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _hold(self, rest):
+        """Hold back ``rest``, the text read but not sent."""
+        if rest and rest.isspace():
+            self._space.append(rest)
+            rest = ""
+        self._pending = rest
+
     def _text_run(self, field, stops):
         """The run of plain ``field`` text: once it has started, pending text and a
         chunk in which ``stops`` finds nothing are sent as the reader would send
         them, all but trailing whitespace."""
 
         def take(chunk):
-            text = self._pending + chunk
+            if not self._pending and chunk.isspace():
+                self._space.append(chunk)
+                return []
+            text = (
+                "".join(self._space) + self._pending + chunk
+                if self._space
+                else self._pending + chunk
+            )
             if field not in self._started or stops.search(text):
                 return None
+            self._space = []
             kept = text.rstrip()
-            self._pending = text[len(kept) :]
+            self._hold(text[len(kept) :])
             return [{field: kept}] if kept else []
 
         return take
@@ -1141,9 +1163,11 @@ class StreamParser:
 
     def _read_reasoning(self):
         """The reasoning block, if the output has one."""
-        # Wait until the start of the output tells whether a block opens.
+        # Wait until the start of the output tells whether a block opens (the
+        # whitespace it starts with counts for nothing: it is dropped as it comes).
         markers = (REASONING_START, REASONING_END)
         while not self._eof and _undecided(self._pending.lstrip(), markers):
+            self._pending = self._pending.lstrip()
             yield
         head = self._pending.lstrip()
         if head.startswith(REASONING_START):
@@ -1166,7 +1190,7 @@ class StreamParser:
                 return
             keep = _settled(self._pending, (REASONING_END,))
             self._send("reasoning_content", self._pending[:keep])
-            self._pending = self._pending[keep:]
+            self._hold(self._pending[keep:])
             self._run = run
             yield
             self._run = None
@@ -1212,7 +1236,7 @@ class StreamParser:
             keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
             if keep >= opener:
                 self._send("content", pending[opener:keep])
-                self._pending = pending[keep:]
+                self._hold(pending[keep:])
                 search = max(0, search - keep)
                 opener = 0
             self._run = None if opener or search else run
@@ -1265,16 +1289,31 @@ class StreamParser:
         self._pending = "".join(self._raw[mark:]) + self._pending
         del self._raw[mark:]
 
+    def _decide(self, literal):
+        """Wait until more text cannot change what ``_match`` says of ``literal``.
+        Whitespace that arrives meanwhile (it only delays the answer) waits aside
+        until other text follows it, so that a long run of it is read once."""
+        space = []
+        while not self._eof:
+            if space and not self._pending.isspace():
+                self._pending = "".join(space) + self._pending
+                space = []
+            if not space and _decided(self._pending, literal):
+                return
+            if self._pending.isspace():
+                space.append(self._pending)
+                self._pending = ""
+            yield
+        self._pending = "".join(space) + self._pending
+
     def _peek(self, literal):
         """Whether ``literal`` comes next (as ``_match`` reads it)."""
-        while not self._eof and not _decided(self._pending, literal):
-            yield
+        yield from self._decide(literal)
         return _match(self._pending, 0, literal) >= 0
 
     def _literal(self, literal):
         """Read ``literal``: False, with nothing read, when it is not next."""
-        while not self._eof and not _decided(self._pending, literal):
-            yield
+        yield from self._decide(literal)
         end = _match(self._pending, 0, literal)
         if end < 0:
             return False
@@ -1286,6 +1325,8 @@ class StreamParser:
         if (yield from self._literal(literal)):
             return
         while not self._eof and _maybe_stop(self._pending):
+            if self._pending.isspace():
+                self._consume(len(self._pending))  # read now, not re-read
             yield
         if not (self._eof and not self._pending.strip()):
             raise _Broken
@@ -1316,6 +1357,24 @@ class StreamParser:
                     return -1
             at = max(0, len(self._pending) - len(core) + 1)
             yield
+
+    def _until(self, core):
+        """The text up to the next ``core``, read as it arrives (only a tail that
+        may start ``core`` stays pending); None when the output ends first."""
+        pieces = []
+        while True:
+            end = self._pending.find(core)
+            if end >= 0 or self._eof:
+                break
+            keep = _partial_at(self._pending, core)
+            pieces.append(self._pending[:keep])
+            self._consume(keep)
+            yield
+        if end < 0:
+            return None
+        pieces.append(self._pending[:end])
+        self._consume(end)
+        return "".join(pieces)
 
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
@@ -1386,7 +1445,8 @@ class StreamParser:
         """Text after the calls is content too, end-of-turn markers aside."""
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
         while True:
-            head = self._pending.lstrip()
+            # Whitespace after the calls is dropped (so a run of it is not re-read).
+            self._pending = head = self._pending.lstrip()
             for marker in markers:
                 if head.startswith(marker):
                     self._pending = head[len(marker) :]
@@ -1410,7 +1470,7 @@ class StreamParser:
                 first = False
                 self._started.add("content")
                 self._emit("content", kept)
-            self._pending = pending[len(kept) :]
+            self._hold(pending[len(kept) :])
             if self._eof:
                 return
             yield
@@ -1482,10 +1542,8 @@ class StreamParser:
                 break
 
             # the key's closing text names the value's type; skip to the value
-            end = yield from self._upto(ARG_VALUE_START.strip())
-            if end < 0:
+            if (yield from self._until(ARG_VALUE_START.strip())) is None:
                 raise _Broken
-            self._consume(end)
             yield from self._literal(ARG_VALUE_START)
             kind = types.get(key)
             opening = "{" if not count else ", "

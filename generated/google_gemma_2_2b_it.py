@@ -212,6 +212,9 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types = {}
         self._pending = ""  # text read but not yet settled
+        # Whitespace held back after plain text, while nothing else is pending: kept
+        # apart so that a long run of it costs time in proportion to its length.
+        self._space = []
         self._eof = False
         self._deltas = []
         self._started = set()  # the fields that have sent text
@@ -251,6 +254,9 @@ class StreamParser:
         return self._take()
 
     def _step(self):
+        if self._space:
+            self._pending = "".join(self._space) + self._pending
+            self._space = []
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
@@ -296,17 +302,32 @@ class StreamParser:
             self._started.add(field)
             self._emit(field, text)
 
+    def _hold(self, rest):
+        """Hold back ``rest``, the text read but not sent."""
+        if rest and rest.isspace():
+            self._space.append(rest)
+            rest = ""
+        self._pending = rest
+
     def _text_run(self, field, stops):
         """The run of plain ``field`` text: once it has started, pending text and a
         chunk in which ``stops`` finds nothing are sent as the reader would send
         them, all but trailing whitespace."""
 
         def take(chunk):
-            text = self._pending + chunk
+            if not self._pending and chunk.isspace():
+                self._space.append(chunk)
+                return []
+            text = (
+                "".join(self._space) + self._pending + chunk
+                if self._space
+                else self._pending + chunk
+            )
             if field not in self._started or stops.search(text):
                 return None
+            self._space = []
             kept = text.rstrip()
-            self._pending = text[len(kept) :]
+            self._hold(text[len(kept) :])
             return [{field: kept}] if kept else []
 
         return take
@@ -348,7 +369,7 @@ class StreamParser:
                 return
             keep = _settled(pending, (CONTENT_END,) if closing else ())
             self._send("content", pending[:keep])
-            self._pending = pending[keep:]
+            self._hold(pending[keep:])
             self._run = run
             yield
             self._run = None

@@ -284,3 +284,30 @@ def test_deep_nesting_never_raises(slug):
             call["function"]["arguments"] for call in message["tool_calls"]
         )
         assert kept.count("[") >= depth
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_a_run_of_whitespace_is_not_held_in_pending_text(slug):
+    """Wherever a long run of whitespace arrives, the pending text the reader looks
+    at again with each chunk stays short: streaming it stays linear (a chunk would
+    otherwise re-read all the whitespace before it)."""
+    module = rt.module(slug)
+    texts = _base_texts(slug) or ("The answer is 42.",)
+    flood = (" \n\t " * 2500)[:10_000]
+    # A name may be waited for whole; nothing else that is held grows with the text.
+    bound = 2 * getattr(module, "_NAME_LIMIT", 128)
+    for text in dict.fromkeys((texts[0], *texts[-2:])):
+        for cut in sorted({len(text) * k // 8 for k in range(9)}):
+            if any(stop and text[:cut].rstrip().endswith(stop) for stop in module.STOP):
+                continue  # after the end of the turn: a server has stopped reading
+            parser = module.StreamParser()
+            longest = 0
+            for at in range(0, cut, 4):
+                parser.feed(text[at : min(at + 4, cut)])
+            for at in range(0, len(flood), 4):
+                parser.feed(flood[at : at + 4])
+                longest = max(longest, len(parser._pending))
+            parser.finish()
+            assert longest <= bound, (
+                f"{longest} characters pending after {text[:cut][-30:]!r} and whitespace"
+            )

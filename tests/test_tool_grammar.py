@@ -32,10 +32,6 @@ KNOWN_REJECTIONS = {
     # text after the calls too (plain parse keeps it as content).
     ("google_gemma_4_31b_it", "content_then_tool_call"),
     ("google_gemma_4_31b_it_interleaved", "content_then_tool_call"),
-    # The turn ends "<|END_ACTION|><|END_OF_TURN_TOKEN|>", but the spec knows only
-    # "<|END_TEXT|><|END_OF_TURN_TOKEN|>" as an end of turn (the content analysis took
-    # the content's closer into it): strict parse refuses the trailing marker too.
-    ("cohere2moe", "reasoning_then_tool_call"),
 }
 
 ACCEPT_TARGET = 0.98
