@@ -382,6 +382,7 @@ SECTION_END = ""
 CALL_START = "\n<tool_call>"
 CALL_SEPARATOR = ""
 END_AFTER_CALLS = []
+CONTENT_AFTER_CALLS = False
 AFTER_PART_0 = "\n"
 AFTER_PART_1 = "</tool_call>"
 LITERAL = "json"
@@ -795,7 +796,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

@@ -81,10 +81,7 @@ SPEC = {
     },
     "tools": {
         "format": "tagged",
-        "section": {
-            "start": "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>",
-            "end": "<|close|>tools<|sep|>",
-        },
+        "section": {"start": "<|open|>tools<|sep|>", "end": "<|close|>tools<|sep|>"},
         "call": {
             "start": '<|open|>call tool="',
             "parts": [
@@ -110,12 +107,7 @@ SPEC = {
         "tokenizer_eos": False,
     },
     "grammar": {
-        "triggers": [
-            {
-                "type": "word",
-                "value": "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>",
-            }
-        ],
+        "triggers": [{"type": "word", "value": "<|open|>tools<|sep|>"}],
         "preserved_tokens": [
             "<|open|>think<|sep|>",
             "<|close|>think<|sep|>",
@@ -127,25 +119,11 @@ SPEC = {
             "<|close|>",
         ],
     },
-    "review": [
-        {
-            "path": "tools.section.start",
-            "message": "marker of 67 characters: it may have swallowed template prose; check it against the template",
-        },
-        {
-            "path": "grammar.triggers.0.value",
-            "message": "marker of 67 characters: it may have swallowed template prose; check it against the template",
-        },
-    ],
+    "review": [],
     "overrides": [],
 }
 STOP = ["<|close|>message<|sep|><|end_of_msg|>"]
-TRIGGERS = [
-    {
-        "type": 1,
-        "value": "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>",
-    }
-]
+TRIGGERS = [{"type": 1, "value": "<|open|>tools<|sep|>"}]
 PRESERVED_TOKENS = [
     "<|open|>think<|sep|>",
     "<|close|>think<|sep|>",
@@ -160,14 +138,13 @@ _GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>response" content-closed-from-16b | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>response" content-closed-from-16b )\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>tools<|s" content-trig-from-16b | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>tools<|s" content-trig-from-16b )\n'
     'content-body-from-16a ::= ( "e" ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" )? )? )? )? )? )? )?\n'
-    'content-body-from-32 ::= ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-body-from-16b ::= ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" ( ">" ( "<" ( "|" ( "c" ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-body-from-16b ::= ( "e" ( "p" ( "|" )? )? )?\n'
     'content-closed-from-16a ::= "e<|sep|>"\n'
-    'content-closed-from-32 ::= "response<|sep|>"\n'
-    'content-closed-from-16b ::= "<|sep|><|close|>" content-closed-from-32\n'
+    'content-trig-from-16b ::= "ep|>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
     'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
     'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
@@ -179,8 +156,8 @@ _GRAMMAR_THINKING = (
     'content-body-3a-3b ::= "lose|>response<|" [o]\n'
     'content-body-3b-0 ::= [^<p] | "p" content-body-4b-0\n'
     'content-body-3b-1 ::= [<] | "p" content-body-4b-1\n'
-    'content-body-3b-3a ::= "pen|>response<|" content-body-18b-3a\n'
-    'content-body-3b-3b ::= "pen|>response<|" content-body-18b-3b\n'
+    'content-body-3b-3a ::= "pen|>tools<|" [c]\n'
+    'content-body-3b-3b ::= "pen|>tools<|" [o]\n'
     'content-body-4a-0 ::= [^<o] | "o" content-body-5a-0\n'
     'content-body-4a-1 ::= [<] | "o" content-body-5a-1\n'
     'content-body-4b-0 ::= [^<e] | "e" content-body-5b-0\n'
@@ -199,109 +176,54 @@ _GRAMMAR_THINKING = (
     'content-body-7b-1 ::= [<] | ">" content-body-8b-1\n'
     'content-body-8a-0 ::= [^<>] | ">" content-body-9a-0\n'
     'content-body-8a-1 ::= [<] | ">" content-body-9a-1\n'
-    'content-body-8b-0 ::= [^<r] | "r" content-body-9b-0\n'
-    'content-body-8b-1 ::= [<] | "r" content-body-9b-1\n'
+    'content-body-8b-0 ::= [^<t] | "t" content-body-9b-0\n'
+    'content-body-8b-1 ::= [<] | "t" content-body-9b-1\n'
     'content-body-9a-0 ::= [^<r] | "r" content-body-10a-0\n'
     'content-body-9a-1 ::= [<] | "r" content-body-10a-1\n'
-    'content-body-9b-0 ::= [^<e] | "e" content-body-10b-0\n'
-    'content-body-9b-1 ::= [<] | "e" content-body-10b-1\n'
+    'content-body-9b-0 ::= [^<o] | "o" content-body-10b-0\n'
+    'content-body-9b-1 ::= [<] | "o" content-body-10b-1\n'
     'content-body-10a-0 ::= [^<e] | "e" content-body-11a-0\n'
     'content-body-10a-1 ::= [<] | "e" content-body-11a-1\n'
-    'content-body-10b-0 ::= [^<s] | "s" content-body-11b-0\n'
-    'content-body-10b-1 ::= [<] | "s" content-body-11b-1\n'
+    'content-body-10b-0 ::= [^<o] | "o" content-body-11b-0\n'
+    'content-body-10b-1 ::= [<] | "o" content-body-11b-1\n'
     'content-body-11a-0 ::= [^<s] | "s" content-body-12a-0\n'
     'content-body-11a-1 ::= [<] | "s" content-body-12a-1\n'
-    'content-body-11b-0 ::= [^<p] | "p" content-body-12b-0\n'
-    'content-body-11b-1 ::= [<] | "p" content-body-12b-1\n'
+    'content-body-11b-0 ::= [^<l] | "l" content-body-12b-0\n'
+    'content-body-11b-1 ::= [<] | "l" content-body-12b-1\n'
     'content-body-12a-0 ::= [^<p] | "p" content-body-13a-0\n'
     'content-body-12a-1 ::= [<] | "p" content-body-13a-1\n'
-    'content-body-12b-0 ::= [^<o] | "o" content-body-13b-0\n'
-    'content-body-12b-1 ::= [<] | "o" content-body-13b-1\n'
+    'content-body-12b-0 ::= [^<s] | "s" content-body-13b-0\n'
+    'content-body-12b-1 ::= [<] | "s<" content-body-14b-1\n'
     'content-body-13a-0 ::= [^<o] | "o" content-body-14a-0\n'
     'content-body-13a-1 ::= [<] | "o" content-body-14a-1\n'
-    'content-body-13b-0 ::= [^<n] | "n" content-body-14b-0\n'
-    'content-body-13b-1 ::= [<] | "n" content-body-14b-1\n'
+    'content-body-13b-0 ::= [^<] | "<" content-body-14b-0\n'
     'content-body-14a-0 ::= [^<n] | "n" content-body-15a-0\n'
     'content-body-14a-1 ::= [<] | "n" content-body-15a-1\n'
-    'content-body-14b-0 ::= [^<s] | "s" content-body-15b-0\n'
-    'content-body-14b-1 ::= [<] | "s" content-body-15b-1\n'
+    'content-body-14b-0 ::= [^<|] | "|" content-body-15b-0\n'
+    'content-body-14b-1 ::= [<] | "|" content-body-15b-1\n'
     'content-body-15a-0 ::= [^<s] | "s" content-body-16a-0\n'
     'content-body-15a-1 ::= [<] | "s" content-body-16a-1\n'
-    'content-body-15b-0 ::= [^<e] | "e" content-body-16b-0\n'
-    'content-body-15b-1 ::= [<] | "e<" content-body-17b-1\n'
+    'content-body-15b-0 ::= [^<cos] | "s" content-body-16b-0\n'
+    'content-body-15b-1 ::= [<] | "s" content-body-16b-1\n'
     'content-body-16a-0 ::= [^<e] | "e" content-body-17a-0\n'
     'content-body-16a-1 ::= [<] | "e<" content-body-18a-1\n'
-    'content-body-16b-0 ::= [^<] | "<" content-body-17b-0\n'
+    'content-body-16b-0 ::= [^<e] | "e" content-body-17b-0\n'
+    'content-body-16b-1 ::= [<] | "e" content-body-17b-1\n'
     'content-body-17a-0 ::= [^<] | "<" content-body-18a-0\n'
-    'content-body-17b-0 ::= [^<|] | "|" content-body-18b-0\n'
-    'content-body-17b-1 ::= [<] | "|" content-body-18b-1\n'
+    'content-body-17b-0 ::= [^<p] | "p" content-body-18b-0\n'
+    'content-body-17b-1 ::= [<] | "p" content-body-18b-1\n'
     'content-body-18a-0 ::= [^<|] | "|" content-body-19a-0\n'
     'content-body-18a-1 ::= [<] | "|" content-body-19a-1\n'
-    'content-body-18b-0 ::= [^<cos] | "s" content-body-19b-0\n'
-    'content-body-18b-1 ::= [<] | "s" content-body-19b-1\n'
-    'content-body-18b-3a ::= [c] | "sep|><|close|>response<|" [c]\n'
-    'content-body-18b-3b ::= [o] | "sep|><|" content-body-25-3b\n'
-    'content-body-19a-0 ::= [^<cos] | "s" content-body-20a-0\n'
-    'content-body-19a-1 ::= [<] | "s" content-body-20a-1\n'
-    'content-body-19b-0 ::= [^<e] | "e" content-body-20b-0\n'
-    'content-body-19b-1 ::= [<] | "e" content-body-20b-1\n'
-    'content-body-20a-0 ::= [^<e] | "e" content-body-21a-0\n'
-    'content-body-20a-1 ::= [<] | "e" content-body-21a-1\n'
-    'content-body-20b-0 ::= [^<p] | "p" content-body-21b-0\n'
-    'content-body-20b-1 ::= [<] | "p" content-body-21b-1\n'
-    'content-body-21a-0 ::= [^<p] | "p" content-body-22a-0\n'
-    'content-body-21a-1 ::= [<] | "p" content-body-22a-1\n'
-    'content-body-21b-0 ::= [^<|] | "|" content-body-22b-0\n'
-    'content-body-21b-1 ::= [<] | "|" content-body-22b-1\n'
-    'content-body-22a-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-22a-1 ::= [<] | "|" [<]\n'
-    'content-body-22b-0 ::= [^<>] | ">" content-body-23b-0\n'
-    'content-body-22b-1 ::= [<] | "><" content-body-24-1\n'
-    'content-body-23b-0 ::= [^<] | "<" content-body-24-0\n'
-    'content-body-24-0 ::= [^<|] | "|" content-body-25-0\n'
-    'content-body-24-1 ::= [<] | "|" content-body-25-1\n'
-    'content-body-25-0 ::= [^<co] | "c" content-body-26-0\n'
-    'content-body-25-1 ::= [<] | "c" content-body-26-1\n'
-    'content-body-25-3b ::= [o] | "close|>response<|" [o]\n'
-    'content-body-26-0 ::= [^<l] | "l" content-body-27-0\n'
-    'content-body-26-1 ::= [<] | "l" content-body-27-1\n'
-    'content-body-27-0 ::= [^<o] | "o" content-body-28-0\n'
-    'content-body-27-1 ::= [<] | "o" content-body-28-1\n'
-    'content-body-28-0 ::= [^<s] | "s" content-body-29-0\n'
-    'content-body-28-1 ::= [<] | "s" content-body-29-1\n'
-    'content-body-29-0 ::= [^<e] | "e" content-body-30-0\n'
-    'content-body-29-1 ::= [<] | "e" content-body-30-1\n'
-    'content-body-30-0 ::= [^<|] | "|" content-body-31-0\n'
-    'content-body-30-1 ::= [<] | "|" content-body-31-1\n'
-    'content-body-31-0 ::= [^<>] | ">" content-body-32-0\n'
-    'content-body-31-1 ::= [<] | ">" content-body-32-1\n'
-    'content-body-32-0 ::= [^<r] | "r" content-body-33-0\n'
-    'content-body-32-1 ::= [<] | "r" content-body-33-1\n'
-    'content-body-33-0 ::= [^<e] | "e" content-body-34-0\n'
-    'content-body-33-1 ::= [<] | "e" content-body-34-1\n'
-    'content-body-34-0 ::= [^<s] | "s" content-body-35-0\n'
-    'content-body-34-1 ::= [<] | "s" content-body-35-1\n'
-    'content-body-35-0 ::= [^<p] | "p" content-body-36-0\n'
-    'content-body-35-1 ::= [<] | "p" content-body-36-1\n'
-    'content-body-36-0 ::= [^<o] | "o" content-body-37-0\n'
-    'content-body-36-1 ::= [<] | "o" content-body-37-1\n'
-    'content-body-37-0 ::= [^<n] | "n" content-body-38-0\n'
-    'content-body-37-1 ::= [<] | "n" content-body-38-1\n'
-    'content-body-38-0 ::= [^<s] | "s" content-body-39-0\n'
-    'content-body-38-1 ::= [<] | "s" content-body-39-1\n'
-    'content-body-39-0 ::= [^<e] | "e" content-body-40-0\n'
-    'content-body-39-1 ::= [<] | "e<" content-body-41-1\n'
-    'content-body-40-0 ::= [^<] | "<" content-body-41-0\n'
-    'content-body-41-0 ::= [^<|] | "|" content-body-42-0\n'
-    'content-body-41-1 ::= [<] | "|" content-body-42-1\n'
-    'content-body-42-0 ::= [^<cos] | "s" content-body-43-0\n'
-    'content-body-42-1 ::= [<] | "s" content-body-43-1\n'
-    'content-body-43-0 ::= [^<e] | "e" content-body-44-0\n'
-    'content-body-43-1 ::= [<] | "e" content-body-44-1\n'
-    'content-body-44-0 ::= [^<p] | "p" content-body-45-0\n'
-    'content-body-44-1 ::= [<] | "p" content-body-45-1\n'
-    'content-body-45-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-45-1 ::= [<] | "|" [<]\n'
+    'content-body-18b-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-18b-1 ::= [<] | "|" [<]\n'
+    'content-body-19a-0 ::= [^<cos] | "s" content-body-20-0\n'
+    'content-body-19a-1 ::= [<] | "s" content-body-20-1\n'
+    'content-body-20-0 ::= [^<e] | "e" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "e" content-body-21-1\n'
+    'content-body-21-0 ::= [^<p] | "p" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "p" content-body-22-1\n'
+    'content-body-22-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-22-1 ::= [<] | "|" [<]\n'
     'content-open-closed ::= ws "<|open|>response<|sep|>" content-closed\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -369,9 +291,11 @@ _GRAMMAR_THINKING = (
     'argument ::= ws "<|open|>argument key=\\"" ws argument-key ws "\\" type=\\"" argument-attribute-closed argument-value-closed\n'
     'call-next ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>"\n'
     'calls-more ::= call-next* ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
-    'calls-full ::= ws "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
+    'calls-full ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
     'content-open-body ::= ws "<|open|>response<|sep|>" content-body end\n'
-    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | calls-full | end\n"
+    'content-open-trig ::= ws "<|open|>response<|sep|>" content-trig\n'
+    'calls-rest ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
+    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | content-open-trig calls-rest | calls-full | end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "c" reasoning-body-3-3* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "t" ( "h" ( "i" ( "n" ( "k" ( "<" ( "|" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|c" reasoning-body-3-3* "lose|>think<|" reasoning-closed-from-16\n'
     'reasoning-body-from-16 ::= ( "s" ( "e" ( "p" ( "|" )? )? )? )?\n'
@@ -422,14 +346,13 @@ _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>response" content-closed-from-16b | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>response" content-closed-from-16b )\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>tools<|s" content-trig-from-16b | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>tools<|s" content-trig-from-16b )\n'
     'content-body-from-16a ::= ( "e" ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" )? )? )? )? )? )? )?\n'
-    'content-body-from-32 ::= ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-body-from-16b ::= ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" ( ">" ( "<" ( "|" ( "c" ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-body-from-16b ::= ( "e" ( "p" ( "|" )? )? )?\n'
     'content-closed-from-16a ::= "e<|sep|>"\n'
-    'content-closed-from-32 ::= "response<|sep|>"\n'
-    'content-closed-from-16b ::= "<|sep|><|close|>" content-closed-from-32\n'
+    'content-trig-from-16b ::= "ep|>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
     'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
     'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
@@ -441,8 +364,8 @@ _GRAMMAR_NO_THINKING = (
     'content-body-3a-3b ::= "lose|>response<|" [o]\n'
     'content-body-3b-0 ::= [^<p] | "p" content-body-4b-0\n'
     'content-body-3b-1 ::= [<] | "p" content-body-4b-1\n'
-    'content-body-3b-3a ::= "pen|>response<|" content-body-18b-3a\n'
-    'content-body-3b-3b ::= "pen|>response<|" content-body-18b-3b\n'
+    'content-body-3b-3a ::= "pen|>tools<|" [c]\n'
+    'content-body-3b-3b ::= "pen|>tools<|" [o]\n'
     'content-body-4a-0 ::= [^<o] | "o" content-body-5a-0\n'
     'content-body-4a-1 ::= [<] | "o" content-body-5a-1\n'
     'content-body-4b-0 ::= [^<e] | "e" content-body-5b-0\n'
@@ -461,109 +384,54 @@ _GRAMMAR_NO_THINKING = (
     'content-body-7b-1 ::= [<] | ">" content-body-8b-1\n'
     'content-body-8a-0 ::= [^<>] | ">" content-body-9a-0\n'
     'content-body-8a-1 ::= [<] | ">" content-body-9a-1\n'
-    'content-body-8b-0 ::= [^<r] | "r" content-body-9b-0\n'
-    'content-body-8b-1 ::= [<] | "r" content-body-9b-1\n'
+    'content-body-8b-0 ::= [^<t] | "t" content-body-9b-0\n'
+    'content-body-8b-1 ::= [<] | "t" content-body-9b-1\n'
     'content-body-9a-0 ::= [^<r] | "r" content-body-10a-0\n'
     'content-body-9a-1 ::= [<] | "r" content-body-10a-1\n'
-    'content-body-9b-0 ::= [^<e] | "e" content-body-10b-0\n'
-    'content-body-9b-1 ::= [<] | "e" content-body-10b-1\n'
+    'content-body-9b-0 ::= [^<o] | "o" content-body-10b-0\n'
+    'content-body-9b-1 ::= [<] | "o" content-body-10b-1\n'
     'content-body-10a-0 ::= [^<e] | "e" content-body-11a-0\n'
     'content-body-10a-1 ::= [<] | "e" content-body-11a-1\n'
-    'content-body-10b-0 ::= [^<s] | "s" content-body-11b-0\n'
-    'content-body-10b-1 ::= [<] | "s" content-body-11b-1\n'
+    'content-body-10b-0 ::= [^<o] | "o" content-body-11b-0\n'
+    'content-body-10b-1 ::= [<] | "o" content-body-11b-1\n'
     'content-body-11a-0 ::= [^<s] | "s" content-body-12a-0\n'
     'content-body-11a-1 ::= [<] | "s" content-body-12a-1\n'
-    'content-body-11b-0 ::= [^<p] | "p" content-body-12b-0\n'
-    'content-body-11b-1 ::= [<] | "p" content-body-12b-1\n'
+    'content-body-11b-0 ::= [^<l] | "l" content-body-12b-0\n'
+    'content-body-11b-1 ::= [<] | "l" content-body-12b-1\n'
     'content-body-12a-0 ::= [^<p] | "p" content-body-13a-0\n'
     'content-body-12a-1 ::= [<] | "p" content-body-13a-1\n'
-    'content-body-12b-0 ::= [^<o] | "o" content-body-13b-0\n'
-    'content-body-12b-1 ::= [<] | "o" content-body-13b-1\n'
+    'content-body-12b-0 ::= [^<s] | "s" content-body-13b-0\n'
+    'content-body-12b-1 ::= [<] | "s<" content-body-14b-1\n'
     'content-body-13a-0 ::= [^<o] | "o" content-body-14a-0\n'
     'content-body-13a-1 ::= [<] | "o" content-body-14a-1\n'
-    'content-body-13b-0 ::= [^<n] | "n" content-body-14b-0\n'
-    'content-body-13b-1 ::= [<] | "n" content-body-14b-1\n'
+    'content-body-13b-0 ::= [^<] | "<" content-body-14b-0\n'
     'content-body-14a-0 ::= [^<n] | "n" content-body-15a-0\n'
     'content-body-14a-1 ::= [<] | "n" content-body-15a-1\n'
-    'content-body-14b-0 ::= [^<s] | "s" content-body-15b-0\n'
-    'content-body-14b-1 ::= [<] | "s" content-body-15b-1\n'
+    'content-body-14b-0 ::= [^<|] | "|" content-body-15b-0\n'
+    'content-body-14b-1 ::= [<] | "|" content-body-15b-1\n'
     'content-body-15a-0 ::= [^<s] | "s" content-body-16a-0\n'
     'content-body-15a-1 ::= [<] | "s" content-body-16a-1\n'
-    'content-body-15b-0 ::= [^<e] | "e" content-body-16b-0\n'
-    'content-body-15b-1 ::= [<] | "e<" content-body-17b-1\n'
+    'content-body-15b-0 ::= [^<cos] | "s" content-body-16b-0\n'
+    'content-body-15b-1 ::= [<] | "s" content-body-16b-1\n'
     'content-body-16a-0 ::= [^<e] | "e" content-body-17a-0\n'
     'content-body-16a-1 ::= [<] | "e<" content-body-18a-1\n'
-    'content-body-16b-0 ::= [^<] | "<" content-body-17b-0\n'
+    'content-body-16b-0 ::= [^<e] | "e" content-body-17b-0\n'
+    'content-body-16b-1 ::= [<] | "e" content-body-17b-1\n'
     'content-body-17a-0 ::= [^<] | "<" content-body-18a-0\n'
-    'content-body-17b-0 ::= [^<|] | "|" content-body-18b-0\n'
-    'content-body-17b-1 ::= [<] | "|" content-body-18b-1\n'
+    'content-body-17b-0 ::= [^<p] | "p" content-body-18b-0\n'
+    'content-body-17b-1 ::= [<] | "p" content-body-18b-1\n'
     'content-body-18a-0 ::= [^<|] | "|" content-body-19a-0\n'
     'content-body-18a-1 ::= [<] | "|" content-body-19a-1\n'
-    'content-body-18b-0 ::= [^<cos] | "s" content-body-19b-0\n'
-    'content-body-18b-1 ::= [<] | "s" content-body-19b-1\n'
-    'content-body-18b-3a ::= [c] | "sep|><|close|>response<|" [c]\n'
-    'content-body-18b-3b ::= [o] | "sep|><|" content-body-25-3b\n'
-    'content-body-19a-0 ::= [^<cos] | "s" content-body-20a-0\n'
-    'content-body-19a-1 ::= [<] | "s" content-body-20a-1\n'
-    'content-body-19b-0 ::= [^<e] | "e" content-body-20b-0\n'
-    'content-body-19b-1 ::= [<] | "e" content-body-20b-1\n'
-    'content-body-20a-0 ::= [^<e] | "e" content-body-21a-0\n'
-    'content-body-20a-1 ::= [<] | "e" content-body-21a-1\n'
-    'content-body-20b-0 ::= [^<p] | "p" content-body-21b-0\n'
-    'content-body-20b-1 ::= [<] | "p" content-body-21b-1\n'
-    'content-body-21a-0 ::= [^<p] | "p" content-body-22a-0\n'
-    'content-body-21a-1 ::= [<] | "p" content-body-22a-1\n'
-    'content-body-21b-0 ::= [^<|] | "|" content-body-22b-0\n'
-    'content-body-21b-1 ::= [<] | "|" content-body-22b-1\n'
-    'content-body-22a-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-22a-1 ::= [<] | "|" [<]\n'
-    'content-body-22b-0 ::= [^<>] | ">" content-body-23b-0\n'
-    'content-body-22b-1 ::= [<] | "><" content-body-24-1\n'
-    'content-body-23b-0 ::= [^<] | "<" content-body-24-0\n'
-    'content-body-24-0 ::= [^<|] | "|" content-body-25-0\n'
-    'content-body-24-1 ::= [<] | "|" content-body-25-1\n'
-    'content-body-25-0 ::= [^<co] | "c" content-body-26-0\n'
-    'content-body-25-1 ::= [<] | "c" content-body-26-1\n'
-    'content-body-25-3b ::= [o] | "close|>response<|" [o]\n'
-    'content-body-26-0 ::= [^<l] | "l" content-body-27-0\n'
-    'content-body-26-1 ::= [<] | "l" content-body-27-1\n'
-    'content-body-27-0 ::= [^<o] | "o" content-body-28-0\n'
-    'content-body-27-1 ::= [<] | "o" content-body-28-1\n'
-    'content-body-28-0 ::= [^<s] | "s" content-body-29-0\n'
-    'content-body-28-1 ::= [<] | "s" content-body-29-1\n'
-    'content-body-29-0 ::= [^<e] | "e" content-body-30-0\n'
-    'content-body-29-1 ::= [<] | "e" content-body-30-1\n'
-    'content-body-30-0 ::= [^<|] | "|" content-body-31-0\n'
-    'content-body-30-1 ::= [<] | "|" content-body-31-1\n'
-    'content-body-31-0 ::= [^<>] | ">" content-body-32-0\n'
-    'content-body-31-1 ::= [<] | ">" content-body-32-1\n'
-    'content-body-32-0 ::= [^<r] | "r" content-body-33-0\n'
-    'content-body-32-1 ::= [<] | "r" content-body-33-1\n'
-    'content-body-33-0 ::= [^<e] | "e" content-body-34-0\n'
-    'content-body-33-1 ::= [<] | "e" content-body-34-1\n'
-    'content-body-34-0 ::= [^<s] | "s" content-body-35-0\n'
-    'content-body-34-1 ::= [<] | "s" content-body-35-1\n'
-    'content-body-35-0 ::= [^<p] | "p" content-body-36-0\n'
-    'content-body-35-1 ::= [<] | "p" content-body-36-1\n'
-    'content-body-36-0 ::= [^<o] | "o" content-body-37-0\n'
-    'content-body-36-1 ::= [<] | "o" content-body-37-1\n'
-    'content-body-37-0 ::= [^<n] | "n" content-body-38-0\n'
-    'content-body-37-1 ::= [<] | "n" content-body-38-1\n'
-    'content-body-38-0 ::= [^<s] | "s" content-body-39-0\n'
-    'content-body-38-1 ::= [<] | "s" content-body-39-1\n'
-    'content-body-39-0 ::= [^<e] | "e" content-body-40-0\n'
-    'content-body-39-1 ::= [<] | "e<" content-body-41-1\n'
-    'content-body-40-0 ::= [^<] | "<" content-body-41-0\n'
-    'content-body-41-0 ::= [^<|] | "|" content-body-42-0\n'
-    'content-body-41-1 ::= [<] | "|" content-body-42-1\n'
-    'content-body-42-0 ::= [^<cos] | "s" content-body-43-0\n'
-    'content-body-42-1 ::= [<] | "s" content-body-43-1\n'
-    'content-body-43-0 ::= [^<e] | "e" content-body-44-0\n'
-    'content-body-43-1 ::= [<] | "e" content-body-44-1\n'
-    'content-body-44-0 ::= [^<p] | "p" content-body-45-0\n'
-    'content-body-44-1 ::= [<] | "p" content-body-45-1\n'
-    'content-body-45-0 ::= [^<|] | "|" [^<>]\n'
-    'content-body-45-1 ::= [<] | "|" [<]\n'
+    'content-body-18b-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-18b-1 ::= [<] | "|" [<]\n'
+    'content-body-19a-0 ::= [^<cos] | "s" content-body-20-0\n'
+    'content-body-19a-1 ::= [<] | "s" content-body-20-1\n'
+    'content-body-20-0 ::= [^<e] | "e" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "e" content-body-21-1\n'
+    'content-body-21-0 ::= [^<p] | "p" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "p" content-body-22-1\n'
+    'content-body-22-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-22-1 ::= [<] | "|" [<]\n'
     'content-open-closed ::= ws "<|open|>response<|sep|>" content-closed\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -631,9 +499,11 @@ _GRAMMAR_NO_THINKING = (
     'argument ::= ws "<|open|>argument key=\\"" ws argument-key ws "\\" type=\\"" argument-attribute-closed argument-value-closed\n'
     'call-next ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>"\n'
     'calls-more ::= call-next* ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
-    'calls-full ::= ws "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
+    'calls-full ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
     'content-open-body ::= ws "<|open|>response<|sep|>" content-body end\n'
-    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | calls-full | end\n"
+    'content-open-trig ::= ws "<|open|>response<|sep|>" content-trig\n'
+    'calls-rest ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
+    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | content-open-trig calls-rest | calls-full | end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "c" reasoning-body-3-3* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "t" ( "h" ( "i" ( "n" ( "k" ( "<" ( "|" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|c" reasoning-body-3-3* "lose|>think<|" reasoning-closed-from-16\n'
     'reasoning-body-from-16 ::= ( "s" ( "e" ( "p" ( "|" )? )? )? )?\n'
@@ -752,7 +622,7 @@ GBNF_TOOLS = (
     'argument ::= ws "<|open|>argument key=\\"" ws argument-key ws "\\" type=\\"" argument-attribute-closed argument-value-closed\n'
     'call-next ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>"\n'
     'calls-more ::= call-next* ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
-    'calls-root ::= "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
+    'calls-root ::= "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>" argument* ws "<|close|>call<|sep|>" calls-more\n'
 )
 
 
@@ -860,11 +730,12 @@ def _strip_stop(text):
     return text
 
 
-SECTION_START = "<|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>"
+SECTION_START = "<|open|>tools<|sep|>"
 SECTION_END = "<|close|>tools<|sep|>"
 CALL_START = '<|open|>call tool="'
 CALL_SEPARATOR = ""
 END_AFTER_CALLS = []
+CONTENT_AFTER_CALLS = False
 AFTER_PART_0 = '" index="'
 AFTER_PART_1 = '"<|sep|>'
 AFTER_PART_2 = "<|close|>call<|sep|>"
@@ -1296,7 +1167,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

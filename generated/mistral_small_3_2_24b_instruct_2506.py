@@ -288,6 +288,7 @@ SECTION_END = ""
 CALL_START = "[TOOL_CALLS]"
 CALL_SEPARATOR = ""
 END_AFTER_CALLS = []
+CONTENT_AFTER_CALLS = False
 AFTER_PART_0 = "[CALL_ID]"
 AFTER_PART_1 = "[ARGS]"
 AFTER_PART_2 = ""
@@ -662,7 +663,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

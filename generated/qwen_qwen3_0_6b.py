@@ -386,6 +386,7 @@ SECTION_END = ""
 CALL_START = "<tool_call>\n"
 CALL_SEPARATOR = "\n"
 END_AFTER_CALLS = []
+CONTENT_AFTER_CALLS = False
 CALL_END = "\n</tool_call>"
 NAME_PATH = ("name",)
 ARGUMENTS_PATH = ("arguments",)
@@ -768,7 +769,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

@@ -330,6 +330,7 @@ SECTION_END = "]</tool_calls>"
 CALL_START = ""
 CALL_SEPARATOR = ", "
 END_AFTER_CALLS = []
+CONTENT_AFTER_CALLS = False
 CALL_END = ""
 NAME_PATH = ("name",)
 ARGUMENTS_PATH = ("arguments",)
@@ -712,7 +713,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

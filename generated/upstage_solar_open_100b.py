@@ -480,6 +480,7 @@ SECTION_END = ""
 CALL_START = "<|tool_call:begin|>"
 CALL_SEPARATOR = ""
 END_AFTER_CALLS = ["<|calls|>"]
+CONTENT_AFTER_CALLS = False
 AFTER_PART_0 = "<|tool_call:name|>"
 AFTER_PART_1 = "<|tool_call:args|>"
 AFTER_PART_2 = "<|tool_call:end|>"
@@ -854,7 +855,9 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     content = _read_content(before, strict)
     leftover = _trailing(after)
     if leftover:
-        if strict:
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
             raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {

@@ -33,9 +33,6 @@ KNOWN_FAILURES = {
     # Python-call syntax with strings in single quotes that the template does not
     # escape: a quote inside a value is ambiguous.
     ("lfm2_5_8b_a1b", "tool_call_tricky_arguments"),
-    # Content and calls sit in separate channels/blocks whose headers the analysis
-    # folds into the trigger; content before a call is not told apart from it.
-    ("kimi_k3", "content_then_tool_call"),
     # The prompt ends with ">>>" and content is "all\n…": after content, the next
     # call's ">>>" is a separator the reader does not look for.
     ("meetkai_functionary_medium_v3_2", "content_then_tool_call"),

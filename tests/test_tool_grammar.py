@@ -27,12 +27,7 @@ from tests.test_roundtrip import KNOWN_FAILURES
 
 # Rendered texts the grammars reject for a reason outside them, with why. Strict: a
 # case that starts passing must leave this list.
-KNOWN_REJECTIONS = {
-    # The template writes the message's content after its calls; strict parse refuses
-    # text after the calls too (plain parse keeps it as content).
-    ("google_gemma_4_31b_it", "content_then_tool_call"),
-    ("google_gemma_4_31b_it_interleaved", "content_then_tool_call"),
-}
+KNOWN_REJECTIONS: set[tuple[str, str]] = set()
 
 ACCEPT_TARGET = 0.98
 REJECT_TARGET = 0.90

@@ -38,7 +38,8 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
 
     end_of_turn = [m for m in content.end_of_turn if m]
     tools = tools_analysis.analyze(
-        talk, caps, (reasoning.start, reasoning.end), end_of_turn
+        talk, caps, (reasoning.start, reasoning.end), end_of_turn,
+        (content.start, content.end) if content.mode != "plain" else (),
     )
     if tools.reasoning_block and reasoning.mode == "none":
         # Reasoning the template writes only in turns with calls.

@@ -82,15 +82,20 @@ class _Renders:
 
 
 def analyze(
-    talk: Conversation, caps: Capabilities, reasoning_markers=(), end_of_turn=()
+    talk: Conversation,
+    caps: Capabilities,
+    reasoning_markers=(),
+    end_of_turn=(),
+    content_markers=(),
 ) -> ToolsResult:
     """``reasoning_markers``: the reasoning block's start and end, when known (a turn
     may open with an empty block before its calls); ``end_of_turn``: the markers that
-    end a content turn."""
+    end a content turn; ``content_markers``: the content's wrapper, when it has one (a
+    turn may write it empty before its calls)."""
     if not caps.tool_calls:
         return ToolsResult()
     try:
-        return _analyze(talk, caps, reasoning_markers, end_of_turn)
+        return _analyze(talk, caps, reasoning_markers, end_of_turn, content_markers)
     except NotUnderstood as problem:
         result = ToolsResult()
         result.review.append(
@@ -103,7 +108,7 @@ def analyze(
         return result
 
 
-def _analyze(talk, caps, reasoning_markers, end_of_turn) -> ToolsResult:
+def _analyze(talk, caps, reasoning_markers, end_of_turn, content_markers) -> ToolsResult:
     renders = _Renders(talk, not caps.object_arguments)
     empty = renders.turn()
     one = renders.turn(renders.call())
@@ -138,6 +143,7 @@ def _analyze(talk, caps, reasoning_markers, end_of_turn) -> ToolsResult:
                 )
             )
     head, reasoning_block = _leading_empty_block(head)
+    head = _without_empty_content(head, content_markers)
     replaced = split(empty, one).left
     section_end, after_calls = _split_tail(head, tail, end_of_turn, replaced)
     for shared in _shared_end(replaced, end_of_turn):
@@ -152,6 +158,17 @@ def _analyze(talk, caps, reasoning_markers, end_of_turn) -> ToolsResult:
         section["section"] = {"start": start or None, "end": section_end or None}
     section.update(shape)
     section["call"]["separator"] = separator
+    mixed = _content_after_calls(renders, end_of_turn)
+    if mixed is not None:
+        section["content_after_calls"] = True
+        result.evidence.append(
+            Evidence(
+                "tools.content_after_calls = true",
+                "a turn with content and a call writes the content after the call",
+                Render("assistant turn, one call", one),
+                Render("assistant turn, content and one call", mixed),
+            )
+        )
     result.section = section
     result.end_of_turn = after_calls
     result.reasoning_block = reasoning_block
@@ -227,6 +244,33 @@ def _leading_empty_block(head: str) -> tuple[str, tuple[str, str] | None]:
             rest = head.lstrip()[len(marks[0] + marks[1]) :]
             return rest, (marks[0], marks[1])
     return head, None
+
+
+def _content_after_calls(renders, end_of_turn) -> str | None:
+    """The render of a turn with content and a call, where it writes the content
+    after the call in the same turn (DeepSeek R1 writes it after the turn's end, as a
+    turn of its own: not content the model writes after its calls); else None."""
+    mixed = renders.turn(renders.call(), content=samples.CONTENT)
+    if mixed is None:
+        return None
+    call, content = mixed.rfind(samples.FUNCTION), mixed.rfind(samples.CONTENT)
+    if not 0 <= call < content:
+        return None
+    between = mixed[call:content]
+    return None if any(marker and marker in between for marker in end_of_turn) else mixed
+
+
+def _without_empty_content(head: str, content_markers) -> str:
+    """The head less an empty content block written before the calls (Kimi K3 writes
+    ``<|open|>response<|sep|><|close|>response<|sep|>`` when the content is empty):
+    those are the content's markers, and content may fill them."""
+    start, end = (tuple(content_markers) + ("", ""))[:2]
+    text = head.lstrip()
+    if start and end and text.startswith(start) and text[len(start) :].lstrip().startswith(end):
+        rest = text[len(start) :].lstrip()[len(end) :]
+        if rest.strip():
+            return rest
+    return head
 
 
 def _split_tail(head: str, tail: str, end_of_turn, replaced: str) -> tuple[str, list[str]]:

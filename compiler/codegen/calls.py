@@ -266,6 +266,7 @@ def constants(tools: dict) -> str:
         _const("CALL_START", call["start"]),
         _const("CALL_SEPARATOR", call["separator"]),
         _const("END_AFTER_CALLS", list(tools.get("end_of_turn_after_calls") or [])),
+        _const("CONTENT_AFTER_CALLS", bool(tools.get("content_after_calls"))),
     ]
     if tools["format"] == "json":
         fields = tools["json"]

@@ -753,12 +753,32 @@ class _Grammar:
             markers = markers + (self.tools.get("end_of_turn_after_calls") or [])
             closing = self.closer(section.get("end") or "")
             pieces = [_Piece(f"{following}*", terminal), _Piece(closing)]
+            ending = []
             if markers:
                 literals = [literal(marker) for marker in dict.fromkeys(markers)]
-                pieces.append(_Piece(f"( ws {_alternatives(literals)} )*"))
-            text, self.more_terminal = self.sequence("calls-more", pieces + [_Piece("end")])
+                ending.append(f"( ws {_alternatives(literals)} )*")
+            if self.tools.get("content_after_calls"):
+                pieces.append(_Piece(self.content_after_calls(markers, ending), terminal=False))
+            else:
+                pieces += [_Piece(text) for text in ending] + [_Piece("end")]
+            text, self.more_terminal = self.sequence("calls-more", pieces)
             self.add("calls-more", text)
         return "calls-more", self.more_terminal
+
+    def content_after_calls(self, markers: list[str], ending: list[str]) -> str:
+        """The end of the output after the calls where the template writes content
+        there: none, or text up to an end-of-turn marker (one lexeme with it), or
+        text to the end; never the trigger (that would be a broken call)."""
+        ends = _join(ending + ["end"])
+        options = [ends]
+        stops = list(dict.fromkeys(marker for marker in markers if marker))
+        closing = {stop: f"calls-after-closed-{n}" for n, stop in enumerate(stops)}
+        if self.word and self.word not in stops:
+            stops.append(self.word)
+        made = self.extend(without("calls-after-body", stops, closed=closing))
+        options += [_join([rule, ends]) for rule in closing.values() if rule in made]
+        options.append("calls-after-body end")
+        return self.add("calls-after", _alternatives(options))
 
     # content and reasoning
 
