@@ -893,8 +893,9 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types = {}
         self._pending = ""  # text read but not yet settled
-        # Whitespace held back after plain text, while nothing else is pending: kept
-        # apart so that a long run of it costs time in proportion to its length.
+        # Whitespace held back after the pending text (none, or a final end-of-turn
+        # marker): kept apart so that a long run of it costs time in proportion to
+        # its length, not again with every chunk.
         self._space = []
         self._eof = False
         self._deltas = []
@@ -920,7 +921,8 @@ class StreamParser:
             if deltas is not None:
                 return deltas  # the reader still waits where it was
         if chunk:
-            self._pending += chunk
+            self._pending += "".join(self._space) + chunk
+            self._space = []
             self._step()
         return self._take()
 
@@ -928,6 +930,8 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
+            self._pending += "".join(self._space)
+            self._space = []
             trimmed = _strip_stop(self._pending)
             self._stop_cut = trimmed != self._pending
             self._pending = trimmed
@@ -935,9 +939,6 @@ class StreamParser:
         return self._take()
 
     def _step(self):
-        if self._space:
-            self._pending = "".join(self._space) + self._pending
-            self._space = []
         try:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
@@ -984,10 +985,15 @@ class StreamParser:
             self._emit(field, text)
 
     def _hold(self, rest):
-        """Hold back ``rest``, the text read but not sent."""
-        if rest and rest.isspace():
-            self._space.append(rest)
-            rest = ""
+        """Hold back ``rest``, the text read but not sent. Whitespace after nothing
+        or after a final end-of-turn marker (more of it changes nothing) waits in
+        ``_space``."""
+        kept = rest.rstrip()
+        if len(kept) < len(rest) and (
+            not kept or any(kept.endswith(s) for s in STOP if s)
+        ):
+            self._space.append(rest[len(kept) :])
+            rest = kept
         self._pending = rest
 
     def _text_run(self, field, stops):
@@ -996,14 +1002,10 @@ class StreamParser:
         them, all but trailing whitespace."""
 
         def take(chunk):
-            if not self._pending and chunk.isspace():
+            if chunk.isspace() and (self._space or not self._pending):
                 self._space.append(chunk)
                 return []
-            text = (
-                "".join(self._space) + self._pending + chunk
-                if self._space
-                else self._pending + chunk
-            )
+            text = self._pending + "".join(self._space) + chunk
             if field not in self._started or stops.search(text):
                 return None
             self._space = []
