@@ -48,7 +48,6 @@ class NotUnderstood(Exception):
 class ToolsResult:
     section: dict = field(default_factory=lambda: {"format": "none"})
     end_of_turn: list[str] = field(default_factory=list)
-    triggers: list[dict] = field(default_factory=list)
     preserved: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
     review: list[dict] = field(default_factory=list)
@@ -172,9 +171,6 @@ def _analyze(talk, caps, reasoning_markers, end_of_turn, content_markers) -> Too
     result.section = section
     result.end_of_turn = after_calls
     result.reasoning_block = reasoning_block
-    trigger = start or section["call"]["start"].strip()
-    if trigger:
-        result.triggers = [{"type": "word", "value": trigger}]
     result.preserved = _unique(m for m in markers_in(head + unit + tail) if _clean(m))
     _check_clean(section)
     return result
