@@ -972,6 +972,8 @@ _ENCODE_STRING = json.encoder.encode_basestring
 
 # A name longer than this is not a name: the reader stops waiting for its end.
 _NAME_LIMIT = 1024
+# How many pieces of a value a run keeps before it joins them into one.
+_BLOCK = 64
 
 
 def _trim_end(text, markers):
@@ -1441,10 +1443,11 @@ class StreamParser:
         """A JSON value's text, read to its end; with an ``index``, sent as that
         call's arguments as it arrives."""
         scan = _ValueEnd()
-        pieces = []
+        raw, start = self._raw, len(self._raw)  # the value's text: raw[start:]
+        loose = 0  # pieces the run kept since it last joined them
 
         def take(chunk):
-            nonlocal scan
+            nonlocal scan, loose
             if self._pending:
                 return None
             if scan.quote and scan.quote not in chunk:
@@ -1460,8 +1463,12 @@ class StreamParser:
                 if trial.scan(chunk, 0, False) is not None:
                     return None
                 scan = trial
-            self._raw.append(chunk)
-            pieces.append(chunk)
+            raw.append(chunk)
+            loose += 1
+            if loose == _BLOCK:
+                # A long value is not held as as many small strings as chunks.
+                raw[-_BLOCK:] = ["".join(raw[-_BLOCK:])]
+                loose = 0
             if index is None:
                 return []
             return [
@@ -1473,12 +1480,11 @@ class StreamParser:
             if end is not None and end < 0:
                 raise _Broken
             piece = self._pending if end is None else self._pending[:end]
-            pieces.append(piece)
             self._consume(len(piece))
             if index is not None:
                 self._arguments_text(index, piece)
             if end is not None:
-                return "".join(pieces)
+                return "".join(raw[start:])
             self._run = take
             yield
             self._run = None

@@ -915,6 +915,8 @@ _ENCODE_STRING = json.encoder.encode_basestring
 
 # A name longer than this is not a name: the reader stops waiting for its end.
 _NAME_LIMIT = 1024
+# How many pieces of a value a run keeps before it joins them into one.
+_BLOCK = 64
 
 
 def _trim_end(text, markers):
@@ -1483,9 +1485,12 @@ class StreamParser:
             self._arguments_text(index, '"')
         pieces = []
 
+        raw, loose = self._raw, 0  # as in _json_value
+
         def take(chunk):
             """The deltas of the value read so far with ``chunk``: all of it but a
             tail that may start the suffix. None when the suffix is there."""
+            nonlocal loose
             text = self._pending + chunk
             if first in text or other in text:
                 if core in text:
@@ -1496,7 +1501,12 @@ class StreamParser:
             else:
                 piece = text
                 self._pending = ""
-            self._raw.append(piece)
+            raw.append(piece)
+            loose += 1
+            if loose == _BLOCK:
+                # A long value is not held as as many small strings as chunks.
+                raw[-_BLOCK:] = ["".join(raw[-_BLOCK:])]
+                loose = 0
             if not streaming:
                 pieces.append(piece)
                 return []

@@ -146,11 +146,9 @@ LONG_KIND = rt.Kind(
 _TOOL_FORMATS = [slug for slug in rt.slugs() if rt.load_spec(slug)["tools"]["format"] != "none"]
 
 
-@pytest.mark.parametrize("slug", _TOOL_FORMATS)
-def test_arguments_stream_while_they_are_written(slug):
-    """Fed up to the middle of a long argument, the stream has sent its first half
-    (less what may still be a marker): arguments do not wait for the call to close."""
-    case = rt.build_case(slug, LONG_KIND)
+def _long_case(slug, kind=LONG_KIND):
+    """(case, module, where the long value starts) for a format that streams it."""
+    case = rt.build_case(slug, kind)
     if case is None:
         pytest.skip("the template cannot express this case")
     module = rt.module(slug)
@@ -158,12 +156,21 @@ def test_arguments_stream_while_they_are_written(slug):
         pytest.skip("no marker starts a call: the stream may hold it back")
     if (module.SPEC["tools"].get("arguments") or {}).get("string_open", "")[:1] in ("'", '"'):
         pytest.skip("a quoted value is a literal whose escapes are decoded: sent once whole")
-    start = case.text.find(LONG_VALUE)
+    value = kind.calls[0][1]["city"]
+    start = case.text.find(value)
     if start < 0 or case.text.rfind("get_weather", 0, start) < 0:
         pytest.skip("the template does not write the name, then the value as given")
-    whole = module.parse(case.text, tools=case.tools)
-    if len(whole["tool_calls"]) != 1:
+    if len(module.parse(case.text, tools=case.tools)["tool_calls"]) != 1:
         pytest.skip("parse itself does not read the call")
+    return case, module, start
+
+
+@pytest.mark.parametrize("slug", _TOOL_FORMATS)
+def test_arguments_stream_while_they_are_written(slug):
+    """Fed up to the middle of a long argument, the stream has sent its first half
+    (less what may still be a marker): arguments do not wait for the call to close."""
+    case, module, start = _long_case(slug)
+    whole = module.parse(case.text, tools=case.tools)
     parser = module.StreamParser(tools=case.tools)
     middle = start + len(LONG_VALUE) // 2
     fed = []
@@ -175,6 +182,25 @@ def test_arguments_stream_while_they_are_written(slug):
     assert whole["tool_calls"][0]["function"]["arguments"].startswith(arguments)
     longest = max(map(len, _markers(module.SPEC)), default=0)
     assert LONG_VALUE[: len(LONG_VALUE) // 2 - longest] in arguments
+
+
+VERY_LONG_KIND = rt.Kind(
+    "very_long_argument",
+    "",
+    calls=(("get_weather", {"city": " ".join(f"step{i}" for i in range(8000)), "unit": "celsius"}),),
+)
+
+
+@pytest.mark.parametrize("slug", _TOOL_FORMATS)
+def test_a_long_call_is_not_kept_in_as_many_pieces_as_chunks(slug):
+    """The text of a call being read is kept (for a replay, should it prove broken)
+    in blocks, not as one small string per chunk: memory stays near the text's size."""
+    case, module, _ = _long_case(slug, VERY_LONG_KIND)
+    parser = module.StreamParser(tools=case.tools)
+    chunks = [case.text[at : at + 4] for at in range(0, len(case.text), 4)]
+    for chunk in chunks[:-8]:
+        parser.feed(chunk)
+    assert len(parser._raw) <= len(chunks) // 16, f"{len(parser._raw)} pieces kept"
 
 
 def test_feed_rejects_what_is_not_text():
