@@ -383,19 +383,9 @@ def _json_members_reader(fields: dict) -> str:
                         return None
                     return value
                 return None
-
-
-            def _read_call(text, at, types):
-                """One call written as a JSON object at ``at``: (call, end) or None."""
-                at = _match(text, at, CALL_START)
-                if at < 0:
-                    return None
-                found = _read_members(text, at)
-                if found is None:
-                    return None
-                members, end = found
             '''
         )
+        + _call_head("a JSON object", "_read_members", "members, end")
         + textwrap.indent(pick, "    ")
         + textwrap.indent(_CHECK_CALL, "    ")
     )
@@ -436,22 +426,28 @@ def _json_value_reader(fields: dict) -> str:
     )
     return (
         _FIELD
-        + textwrap.dedent(
-            '''
-
-            def _read_call(text, at, types):
-                """One call written as an object at ``at``: (call, end) or None."""
-                at = _match(text, at, CALL_START)
-                if at < 0:
-                    return None
-                found = _read_object(text, at)
-                if found is None:
-                    return None
-                value, _, end = found
-            '''
-        )
+        + _call_head("an object", "_read_object", "value, _, end")
         + textwrap.indent(pick, "    ")
         + textwrap.indent(_CHECK_CALL, "    ")
+    )
+
+
+def _call_head(what: str, reader: str, unpack: str) -> str:
+    """The start of a JSON call's ``_read_call``: its opening literal, then the
+    object ``reader`` reads, unpacked into ``unpack``."""
+    return textwrap.dedent(
+        f'''
+
+        def _read_call(text, at, types):
+            """One call written as {what} at ``at``: (call, end) or None."""
+            at = _match(text, at, CALL_START)
+            if at < 0:
+                return None
+            found = {reader}(text, at)
+            if found is None:
+                return None
+            {unpack} = found
+        '''
     )
 
 
