@@ -1,7 +1,7 @@
-"""Where a model's tool calls begin, derived from a spec's tools section: the trigger a
-server watches for before it switches the tool-call grammar on (llama.cpp's
-``grammar_triggers``), and the same shapes for the grammar, which keeps them out of
-content.
+"""Where a model's tool calls begin, derived from a format's ``Calls`` model
+(compiler/model.py): the trigger a server watches for before it switches the tool-call
+grammar on (llama.cpp's ``grammar_triggers``), and the same shapes for the grammar,
+which keeps them out of content.
 
 * A marker opens the calls (the section's start, else the call's start): a *word*
   trigger.
@@ -24,32 +24,14 @@ and one group.
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
-WS_CHARS = " \t\n\r"
-# A name followed by nothing but whitespace ends where these characters do (the
-# generated reader's word end, its ASCII part).
-WORD_CHARS = string.ascii_letters + string.digits + "_.:-"
-# Characters no name contains: control characters, the space and DEL.
-NOT_IN_NAMES = "".join(map(chr, range(0x21))) + "\x7f"
+from .charclass import NOT_IN_NAMES, class_body, name_class
+
+if TYPE_CHECKING:
+    from .model import Calls
+
 GROUP = ("group",)
-
-
-def word(tools: dict) -> str:
-    """The marker that opens a turn's calls (stripped), or '' when there is none."""
-    if tools.get("format", "none") == "none":
-        return ""
-    section = tools.get("section") or {}
-    return (section.get("start") or tools["call"]["start"]).strip()
-
-
-def name_class(after: str | None) -> tuple[bool, str]:
-    """The characters of a name or id hole as (negated, chars), given the literal that
-    follows it: with no text in that literal the reader takes word characters; else
-    anything but spaces, control characters and the literal's first character."""
-    core = (after or "").strip()
-    if not core:
-        return False, WORD_CHARS
-    return True, NOT_IN_NAMES + core[0]
 
 
 def hole_segment(hole: str, after: str) -> tuple:
@@ -59,69 +41,72 @@ def hole_segment(hole: str, after: str) -> tuple:
     return ("class", *name_class(after), True)
 
 
-def head_shape(tools: dict) -> list | None:
+def head_shape(calls: Calls) -> list | None:
     """A tagged call's opening when no section marker precedes it: its start marker,
     the first hole (name, id or index) and the literal after that hole; else None."""
-    parts = (tools.get("call") or {}).get("parts") or []
-    if tools.get("format") != "tagged" or (tools.get("section") or {}).get("start"):
+    parts = calls.parts
+    if calls.format != "tagged" or calls.section_start:
         return None
-    if not parts or parts[0]["hole"] == "arguments" or not word(tools):
+    if not parts or parts[0].hole == "arguments" or not calls.trigger:
         return None
-    after = parts[0]["after"].strip()
+    after = parts[0].after.strip()
     if not after:
         return None
-    return [("text", word(tools)), hole_segment(parts[0]["hole"], parts[0]["after"]), ("text", after)]
+    return [("text", calls.trigger), hole_segment(parts[0].hole, parts[0].after), ("text", after)]
 
 
 def _quote(python: bool) -> tuple:
     return ("class", False, "\"'", False) if python else ("text", '"')
 
 
-def whole_output_shape(tools: dict) -> list | None:
+def whole_output_shape(calls: Calls | None) -> list | None:
     """What an output made of calls starts with, in a format whose calls no marker
     opens: whitespace, then the call's start, its first hole and the literal after
     it, or the JSON object's opening through the key of the name. None where a marker
-    opens the calls or the call starts otherwise."""
-    if tools.get("format", "none") == "none" or word(tools):
+    opens the calls (or there are none) or the call starts otherwise."""
+    if calls is None or not calls.bare:
         return None
     shape: list = [("ws",), GROUP]
-    if tools["format"] == "json":
-        fields = tools["json"]
-        quote = _quote(fields.get("literal") == "python")
-        if fields.get("name_is_key"):
+    if calls.format == "json":
+        fields = calls.json
+        assert fields is not None
+        quote = _quote(fields.literal == "python")
+        if fields.name_is_key:
             key = ("class", True, NOT_IN_NAMES + "\"'", True)
             return shape + [("text", "{"), ("ws",), quote, key, quote, ("ws",), ("text", ":"),
                             ("ws",), ("text", "{")]  # fmt: skip
-        if not fields.get("name"):
+        if not fields.name:
             return None
-        for index, key in enumerate(fields["name"].split(".")):
+        for index, name in enumerate(fields.name):
             if index:
                 shape += [("ws",), ("text", ":"), ("ws",)]
-            shape += [("text", "{"), ("ws",), quote, ("text", key), quote]
+            shape += [("text", "{"), ("ws",), quote, ("text", name), quote]
         return shape + [("ws",), ("text", ":")]
-    parts = tools["call"].get("parts") or []
-    if not parts or parts[0]["hole"] == "arguments":
+    parts = calls.parts
+    if not parts or parts[0].hole == "arguments":
         return None
-    shape.append(hole_segment(parts[0]["hole"], parts[0]["after"]))
-    if parts[0]["after"]:
-        shape.append(("text", parts[0]["after"]))
-    if len(parts) > 1 and parts[1]["hole"] == "arguments":
-        if (tools.get("arguments") or {}).get("encoding") == "json":
+    shape.append(hole_segment(parts[0].hole, parts[0].after))
+    if parts[0].after:
+        shape.append(("text", parts[0].after))
+    if len(parts) > 1 and parts[1].hole == "arguments":
+        if calls.arguments is not None and calls.arguments.encoding == "json":
             shape += [("ws",), ("text", "{")]
     return shape
 
 
-def triggers(tools: dict, other_markers) -> list[dict]:
-    """The spec's ``grammar.triggers`` for a tools section; ``other_markers``: the
-    format's reasoning, content and end-of-turn markers."""
-    marker = word(tools)
+def triggers(calls: Calls | None, other_markers) -> list[dict]:
+    """The spec's ``grammar.triggers`` for a format's calls (None: it has none);
+    ``other_markers``: the format's reasoning, content and end-of-turn markers."""
+    if calls is None:
+        return []
+    marker = calls.trigger
     if marker:
         if any(marker in other for other in other_markers if other and other != marker):
-            head = head_shape(tools)
+            head = head_shape(calls)
             if head is not None:
                 return [{"type": "pattern", "value": regex(head)}]
         return [{"type": "word", "value": marker}]
-    shape = whole_output_shape(tools)
+    shape = whole_output_shape(calls)
     if shape is None:
         return []
     return [{"type": "pattern_full", "value": regex(shape) + "[\\s\\S]*)"}]
@@ -141,28 +126,6 @@ def _regex_char(char: str, in_class: bool = False) -> str:
     if char in _SPECIAL or (in_class and char == "-"):
         return "\\" + char
     return char
-
-
-def runs(chars) -> list[tuple[str, str]]:
-    """Distinct characters as (first, last) runs of consecutive code points."""
-    out: list[list[str]] = []
-    for char in sorted(set(chars)):
-        if out and ord(char) == ord(out[-1][1]) + 1:
-            out[-1][1] = char
-        else:
-            out.append([char, char])
-    return [(first, last) for first, last in out]
-
-
-def class_body(chars, escape) -> str:
-    """A class's characters, runs of three or more written as ranges."""
-    parts = []
-    for first, last in runs(chars):
-        if ord(last) - ord(first) >= 2:
-            parts.append(escape(first) + "-" + escape(last))
-        else:
-            parts.extend(escape(chr(code)) for code in range(ord(first), ord(last) + 1))
-    return "".join(parts)
 
 
 def regex_literal(text: str) -> str:

@@ -29,10 +29,17 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from llguidance.gbnf_to_lark import GrammarParser, LiteralNode  # noqa: E402
 
+from compiler import model  # noqa: E402
 from compiler.codegen import gbnf  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 
 GENERATED = os.path.join(rt.ROOT, "generated")
+
+
+def format_of(slug: str) -> model.Format:
+    """The typed model (compiler/model.py) of a generated module's spec."""
+    origin = os.path.join(rt.SPECS, f"{slug}.yaml")
+    return model.build(rt.module(slug).SPEC, slug=slug, origin=origin)
 
 
 # ---------------------------------------------------------------------------
@@ -160,7 +167,7 @@ def grammar_for(slug: str, thinking: bool, source: str = "committed") -> str:
     module = rt.module(slug)
     if source == "committed":
         return module.grammar(enable_thinking=thinking)
-    return gbnf.build(module.SPEC, enable_thinking=thinking)
+    return gbnf.build(format_of(slug), enable_thinking=thinking)
 
 
 @pytest.mark.parametrize("source", SOURCES)

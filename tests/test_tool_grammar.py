@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import pytest
 
 from compiler.codegen import gbnf
+from compiler.triggers import regex, whole_output_shape
 from tests import roundtrip as rt
-from tests.test_grammar import accepts, compile_grammar, why_rejected
+from tests.test_grammar import accepts, compile_grammar, format_of, why_rejected
 from tests.test_roundtrip import KNOWN_FAILURES
 
 # Rendered texts the grammars reject for a reason outside them, with why. Strict: a
@@ -289,7 +290,9 @@ def test_trigger_in_content_needs_a_call(slug):
     """Content that holds the trigger without a well-formed call after it is refused
     (DESIGN.md); the same content followed by a call is not."""
     module = rt.module(slug)
-    word = gbnf.triggers.word(module.SPEC["tools"])
+    calls = format_of(slug).calls
+    assert calls is not None
+    word = calls.trigger
     case = rt.make_case(slug, _first("content_then_tool_call"))
     plain = rt.make_case(slug, rt.CONTENT_KINDS[0])
     if plain is None or (slug, "content") in KNOWN_FAILURES:
@@ -334,19 +337,20 @@ HOSTILE_NAMES = ['we"ird\\name', "tab\tand\nnewline", "日本語", "x ::= root"]
 @pytest.mark.parametrize("slug", tool_slugs())
 def test_module_functions_match_the_generator(slug):
     module = rt.module(slug)
-    spec = module.SPEC
-    assert module.GBNF_TOOLS == module.tool_call_grammar() == gbnf.build_tool_calls(spec)
+    fmt = format_of(slug)
+    assert fmt.calls is not None
+    assert module.GBNF_TOOLS == module.tool_call_grammar() == gbnf.build_tool_calls(fmt)
     tools = [{"type": "function", "function": {"name": name}} for name in HOSTILE_NAMES]
     tools += [{"name": "get_weather"}, "not a tool", {"function": {"name": 7}}]
     for thinking in (True, False):
         limited = module.grammar(tools=tools, enable_thinking=thinking)
-        assert limited == gbnf.build(spec, enable_thinking=thinking, tools=tools)
+        assert limited == gbnf.build(fmt, enable_thinking=thinking, tools=tools)
         assert module.grammar(tools=[], enable_thinking=thinking) == module.grammar(enable_thinking=thinking)
     limited = module.tool_call_grammar(tools=tools)
-    assert limited == gbnf.build_tool_calls(spec, tools=tools)
+    assert limited == gbnf.build_tool_calls(fmt, tools=tools)
     rule = next(line for line in limited.splitlines() if line.startswith(gbnf.NAME_RULE + " ::= "))
     names = HOSTILE_NAMES + ["get_weather"]
-    if spec["tools"]["format"] == "json":
+    if fmt.calls.format == "json":
         names = [json.dumps(name, ensure_ascii=False)[1:-1] for name in names]
     assert rule == f"{gbnf.NAME_RULE} ::= " + " | ".join(map(gbnf.literal, names))
     compile_grammar(limited, slug)
@@ -416,8 +420,8 @@ PIECES = ["{", '"', "name", '"name"', ":", " ", "\n", "x", "n", "get_weather", "
 def test_content_never_starts_like_a_call(slug):
     """Where a pattern over the whole output is the trigger, content is text that the
     pattern does not match (else a call whose closing is broken would pass as content)."""
-    shape = gbnf.triggers.whole_output_shape(rt.module(slug).SPEC["tools"])
-    pattern = re.compile(gbnf.triggers.regex(shape) + ")")
+    shape = whole_output_shape(format_of(slug).calls)
+    pattern = re.compile(regex(shape) + ")")
     grammar = f"root ::= {gbnf._not_starting_with(shape)}\nany ::= {gbnf.ANY_CHAR}*\n"
     for size in range(5):
         for pieces in itertools.product(PIECES, repeat=size):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import samples, triggers
+from .. import model, samples, triggers
 from ..conversation import Conversation
 from ..probe import probe
 from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER, ChatTemplate
@@ -67,7 +67,9 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         "tools": tools_section,
         "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
         "grammar": {
-            "triggers": triggers.triggers(tools_section, other_markers),
+            "triggers": triggers.triggers(
+                model.calls_model(tools_section, template.path), other_markers
+            ),
             "preserved_tokens": preserved,
         },
     }

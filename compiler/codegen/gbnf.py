@@ -1,4 +1,6 @@
-"""Spec → GBNF grammars, in the dialect DESIGN.md fixes (llama.cpp's, no ``.``).
+"""Format model → GBNF grammars, in the dialect DESIGN.md fixes (llama.cpp's, no ``.``).
+
+Every grammar is built from a ``Format`` (compiler/model.py), never from the raw spec.
 
 Every string from a template reaches the grammar through ``literal`` or ``char_class``
 (or ``_class``), which escape it; nothing else writes template text into a grammar.
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import triggers
+from ..charclass import NOT_IN_NAMES, WS_CHARS, class_body, name_class
+from ..model import Format, Part
 
 _NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CLASS_EXTRA = {"]": "\\]", "[": "\\x5B", "-": "\\x2D", "^": "\\x5E"}
@@ -42,7 +46,7 @@ def literal(text: str) -> str:
 
 
 def char_class(chars, negated: bool = False) -> str:
-    body = triggers.class_body(chars, lambda char: _escape_char(char, True))
+    body = class_body(chars, lambda char: _escape_char(char, True))
     return "[" + ("^" if negated else "") + body + "]"
 
 
@@ -336,7 +340,7 @@ def _not_starting_with(shape: list) -> str:
     steps: list[tuple[bool, str]] = []
     for segment in shape:
         if segment[0] == "ws":
-            loops[-1] = _union(loops[-1], (False, triggers.WS_CHARS))
+            loops[-1] = _union(loops[-1], (False, WS_CHARS))
         elif segment[0] == "text":
             for char in segment[1]:
                 steps.append((False, char))
@@ -418,7 +422,7 @@ def _string_except(words: list[str]) -> str:
     return f"{_QUOTE} {after('')}"
 
 
-# -- a spec's grammars ---------------------------------------------------------------------
+# -- a format's grammars -------------------------------------------------------------------
 
 
 @dataclass
@@ -468,16 +472,16 @@ def _alternatives(options: list[str]) -> str:
 
 
 class _Grammar:
-    """The rules of one grammar, built from a spec."""
+    """The rules of one grammar, built from a format's model."""
 
-    def __init__(self, spec: dict):
-        self.spec = spec
-        self.tools = spec["tools"]
-        self.has_calls = self.tools["format"] != "none"
-        self.word = triggers.word(self.tools)
+    def __init__(self, fmt: Format):
+        self.fmt = fmt
+        self.has_calls = fmt.has_calls
+        # The marker that opens the calls ("" where none does or there are no calls).
+        self.word = fmt.calls.trigger if fmt.calls is not None else ""
         self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*"}
         # The end of an output: whitespace, possibly an end-of-turn marker.
-        stops = [literal(stop) for stop in spec["end_of_turn"]["markers"]]
+        stops = [literal(stop) for stop in fmt.stop]
         self.add("end", f"ws ( {_alternatives(stops)} ws )?" if stops else "ws")
 
     # rules
@@ -557,12 +561,12 @@ class _Grammar:
 
         return _Piece(terminal=False, absorb=absorb)
 
-    def hole_rule(self, name: str, parts: list[dict], hole: str) -> str:
+    def hole_rule(self, name: str, parts: tuple[Part, ...], hole: str) -> str:
         """The rule of a name or id hole: the characters every such hole may hold."""
         chars = (True, "")
         for part in parts:
-            if part["hole"] == hole:
-                chars = _intersection(chars, triggers.name_class(part["after"]))
+            if part.hole == hole:
+                chars = _intersection(chars, name_class(part.after))
         return self.add(name, _class(*chars, repeated=True))
 
     # calls
@@ -572,27 +576,28 @@ class _Grammar:
         end-of-turn marker, which a server stops at (the reader reads a call whose
         closer the end of the text cut off)."""
         core = text.strip()
-        if any(core.startswith(stop) for stop in self.spec["end_of_turn"]["markers"]):
+        if any(core.startswith(stop) for stop in self.fmt.stop):
             return f"( {_marker(text)} )?"
         return _marker(text)
 
     def call_pieces(self) -> list[_Piece]:
         """One call after its start marker (which the caller's lead holds)."""
-        call = self.tools["call"]
-        if self.tools["format"] == "json":
-            closing = self.closer(call.get("end", ""))
+        calls = self.fmt.calls
+        assert calls is not None
+        if calls.format == "json":
+            closing = self.closer(calls.end)
             return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
         pieces = []
-        for part in call["parts"]:
-            hole, after = part["hole"], part["after"]
+        for part in calls.parts:
+            hole, after = part.hole, part.after
             if hole in ("name", "id"):
                 rule = NAME_RULE if hole == "name" else "call-id"
-                rule = self.hole_rule(rule, call["parts"], hole)
+                rule = self.hole_rule(rule, calls.parts, hole)
                 pieces.append(_Piece(_join(["ws", rule, _marker(after)])))
             elif hole == "index":
                 pieces.append(_Piece(_join(["ws", "[0-9]+", _marker(after)])))
-            elif self.tools["arguments"]["encoding"] == "json":
-                python = self.tools["arguments"]["literal"] == "python"
+            elif calls.arguments is not None and not calls.arguments.units:
+                python = calls.arguments.literal == "python"
                 pieces += [self.object_piece(python), _Piece(self.closer(after))]
             else:
                 pieces += [_Piece(*self.tagged_arguments(after)), _Piece(self.closer(after))]
@@ -601,29 +606,30 @@ class _Grammar:
     def tagged_arguments(self, closing: str) -> tuple[str, bool]:
         """Key/value units up to ``closing``, as the generated reader takes them; and
         whether that is terminal."""
-        arguments = self.tools["arguments"]
-        key_end = arguments["key_end"]
+        assert self.fmt.calls is not None and self.fmt.calls.arguments is not None
+        arguments = self.fmt.calls.arguments
+        key_end = arguments.key_end
         if not key_end.strip():
             raise ValueError("tools.arguments.key_end has no text")
         # A key holds no space and does not start what may come instead of a unit (the
         # separator, the closing literal): a key written without a prefix would
         # otherwise run past them.
-        firsts = "".join(text.strip()[:1] for text in (arguments.get("separator", ""), closing))
-        chars = _intersection(triggers.name_class(key_end), (True, firsts))
+        firsts = "".join(text.strip()[:1] for text in (arguments.separator, closing))
+        chars = _intersection(name_class(key_end), (True, firsts))
         key = self.add("argument-key", _class(*chars, repeated=True))
-        head = _join([_marker(arguments["key_prefix"]), "ws", key, "ws",
+        head = _join([_marker(arguments.key_prefix), "ws", key, "ws",
                       _marker(key_end, lead=False)])  # fmt: skip
-        if arguments.get("value_start"):
+        if arguments.value_start:
             # What stands between the key and the value (an attribute naming its type).
-            start = arguments["value_start"]
+            start = arguments.value_start
             attribute = without("argument-attribute", start.strip(), closed="argument-attribute-closed")
             self.extend(attribute)
             head = _join([head, "argument-attribute-closed", _trail(start)])
-        separator = _marker(arguments.get("separator", ""))
-        suffix = arguments.get("value_suffix", "")
-        if suffix.strip():
+        separator = _marker(arguments.separator)
+        suffix = arguments.value_suffix
+        if arguments.suffixed:
             core = suffix.strip()
-            if arguments.get("value_suffix_names_key") and KEY_SLOT in core:
+            if arguments.value_suffix_names_key and KEY_SLOT in core:
                 # The closing text repeats the key: the value runs up to the part
                 # before the key (the closest this grammar gets).
                 before, _, after = core.partition(KEY_SLOT)
@@ -640,12 +646,12 @@ class _Grammar:
         # A value the reader finds the end of: a string between the format's quotes, a
         # JSON (or Python) value, or a bare word (read as text).
         options = []
-        if arguments.get("string_open"):
-            opening, closing = arguments["string_open"], arguments["string_close"]
+        if arguments.string_open:
+            opening, closing = arguments.string_open, arguments.string_close
             self.extend(without("argument-string-text", closing, closed="argument-string-closed"))
             string = self.add("argument-string", f"{literal(opening)} argument-string-closed")
             options.append(string)
-        options.append(f"{self.value_rules(arguments['literal'] == 'python')}-value")
+        options.append(f"{self.value_rules(arguments.literal == 'python')}-value")
         options.append(self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True)))
         value = _alternatives(options)
         unit = self.add("argument", f"{self.add('argument-head', head)} {value}")
@@ -656,21 +662,22 @@ class _Grammar:
     def call_object(self, lead: str) -> str:
         """A call written as one JSON object: its name, arguments (and other fields) in
         any order; ``lead`` goes into the first lexemes."""
-        fields = self.tools["json"]
-        python = fields["literal"] == "python"
+        assert self.fmt.calls is not None and self.fmt.calls.json is not None
+        fields = self.fmt.calls.json
+        python = fields.literal == "python"
         prefix = self.value_rules(python)
         # A name inside a JSON (or Python) string: no quotes, no escapes.
-        rule = self.add(NAME_RULE, _class(True, triggers.NOT_IN_NAMES + "\"'\\", repeated=True))
+        rule = self.add(NAME_RULE, _class(True, NOT_IN_NAMES + "\"'\\", repeated=True))
         name = _alternatives([f"{literal(q)} {rule} {literal(q)}" for q in _quotes(python)])
-        arguments = f"{prefix}-string" if fields.get("arguments_as_string") else f"{prefix}-object"
+        arguments = f"{prefix}-string" if fields.arguments_as_string else f"{prefix}-object"
         opening = _join([lead, "ws", literal("{"), "ws"])
-        if fields.get("name_is_key"):
+        if fields.name_is_key:
             head = self.named("call-open", f'{opening} {name} ws ":" ws')
             return f"{head} {arguments} json-close"
+        assert fields.name is not None and fields.arguments is not None
         shape: dict = {}
-        for path, leaf in ((fields["name"], "name"), (fields["arguments"], "arguments")):
+        for keys, leaf in ((fields.name, "name"), (fields.arguments, "arguments")):
             node = shape
-            keys = path.split(".")
             for key in keys[:-1]:
                 node = node.setdefault(key, {})
             node[keys[-1]] = leaf
@@ -727,16 +734,16 @@ class _Grammar:
         name = f"calls-{variant}"
         if name in self.rules:
             return name
-        section = self.tools.get("section") or {}
-        call = self.tools["call"]
-        first = section.get("start") or call["start"]
+        calls = self.fmt.calls
+        assert calls is not None
+        first = calls.section_start or calls.start
         lead = {
             "full": _marker(first),
             "rest": _trail(first),
             "root": _marker(first, lead=not first.strip()),
         }[variant]
-        if section.get("start"):
-            lead = _join([lead, _marker(call["start"])])
+        if calls.section_start:
+            lead = _join([lead, _marker(calls.start)])
         pieces = [_Piece(lead)] + self.call_pieces() + [_Piece(*self.more_calls())]
         return self.add(name, self.sequence(name, pieces)[0])
 
@@ -744,20 +751,19 @@ class _Grammar:
         """Further calls, the section's end, the markers that may follow calls and the
         end of the output: a rule, and whether it is terminal."""
         if "calls-more" not in self.rules:
-            section = self.tools.get("section") or {}
-            call = self.tools["call"]
-            lead = _join([_marker(call["separator"]), _marker(call["start"])])
+            calls = self.fmt.calls
+            assert calls is not None
+            lead = _join([_marker(calls.separator), _marker(calls.start)])
             text, terminal = self.sequence("call-next", [_Piece(lead)] + self.call_pieces())
             following = self.add("call-next", text)
-            markers = self.spec["end_of_turn"]["markers"]
-            markers = markers + (self.tools.get("end_of_turn_after_calls") or [])
-            closing = self.closer(section.get("end") or "")
+            markers = list(self.fmt.stop) + list(calls.end_of_turn_after_calls)
+            closing = self.closer(calls.section_end)
             pieces = [_Piece(f"{following}*", terminal), _Piece(closing)]
             ending = []
             if markers:
                 literals = [literal(marker) for marker in dict.fromkeys(markers)]
                 ending.append(f"( ws {_alternatives(literals)} )*")
-            if self.tools.get("content_after_calls"):
+            if calls.content_after_calls:
                 pieces.append(_Piece(self.content_after_calls(markers, ending), terminal=False))
             else:
                 pieces += [_Piece(text) for text in ending] + [_Piece("end")]
@@ -816,35 +822,33 @@ class _Grammar:
     def reply(self) -> list[str]:
         """Alternatives for content and calls to the end of the output; each takes the
         whitespace before it."""
-        content = self.spec["content"]
-        mode, opener = content["mode"], content.get("start")
-        if mode == "plain" or not opener:
-            shape = triggers.whole_output_shape(self.tools) if self.has_calls else None
+        content = self.fmt.content
+        if not content.wrapped:
+            shape = triggers.whole_output_shape(self.fmt.calls)
             if shape is not None:
                 # No marker opens a call: content is what does not start like one.
                 body = self.add("content-body", _not_starting_with(shape))
                 return [f"{body} end", self.calls("full")]
             return self.region("content", None, "")
-        options = self.region("content", content.get("end"), f"ws {literal(opener)}")
-        if mode == "wrapped_with_reasoning":
+        options = self.region("content", content.end, f"ws {literal(content.start)}")
+        if content.mode == "wrapped_with_reasoning":
             # The opener is written only after reasoning: bare text is content too.
-            return options + self.region("text" if content.get("end") else "content", None, "")
+            return options + self.region("text" if content.end else "content", None, "")
         return options + ([self.calls("full")] if self.has_calls else []) + ["end"]
 
     def output(self, enable_thinking: bool) -> str:
         """The root of a whole output for one thinking setting. Each alternative runs to
         the end of the output, end-of-turn marker included: a lexeme that could end
         where the ``end`` lexeme starts would swallow its whitespace."""
-        reasoning = self.spec["reasoning"]
+        reasoning = self.fmt.reasoning
         options = self.reply()
         single = len(options) == 1 and re.fullmatch(r"[a-z][a-z0-9-]*", options[0])
         reply = options[0] if single else self.add("reply", " | ".join(options))
-        if reasoning["mode"] == "none" or not reasoning.get("end"):
+        if not reasoning.has_block:
             return reply
-        key = "thinking_on" if enable_thinking else "thinking_off"
-        start = reasoning.get("start")
-        opened = reasoning["opened_by_prompt"][key] or not start
-        self.extend(without("reasoning-body", reasoning["end"], closed="reasoning-closed"))
+        start = reasoning.start
+        opened = reasoning.opened_by_prompt(enable_thinking) or not start
+        self.extend(without("reasoning-body", reasoning.end, closed="reasoning-closed"))
         if start:
             opener = f"ws {literal(start)}{'?' if opened else ''}"
             closed = self.add("reasoning-open-closed", f"{opener} reasoning-closed")
@@ -859,24 +863,24 @@ def _quotes(python: bool) -> list[str]:
     return ['"', "'"] if python else ['"']
 
 
-def build(spec: dict, *, enable_thinking: bool, tools=None) -> str:
+def build(fmt: Format, *, enable_thinking: bool, tools=None) -> str:
     """The grammar of a whole output for one thinking setting (tool calls included,
     their names limited to those of ``tools`` when given)."""
-    grammar = _Grammar(spec)
-    return with_tool_names(grammar.text(grammar.output(enable_thinking)), spec, tools)
+    grammar = _Grammar(fmt)
+    return with_tool_names(grammar.text(grammar.output(enable_thinking)), fmt, tools)
 
 
-def build_tool_calls(spec: dict, *, tools=None) -> str | None:
+def build_tool_calls(fmt: Format, *, tools=None) -> str | None:
     """The grammar of the tool-call part of an output, from where the trigger fires
     (None for a format without tool calls)."""
-    grammar = _Grammar(spec)
+    grammar = _Grammar(fmt)
     if not grammar.has_calls:
         return None
     calls = grammar.calls("root" if grammar.word else "full")
-    return with_tool_names(grammar.text(calls), spec, tools)
+    return with_tool_names(grammar.text(calls), fmt, tools)
 
 
-def with_tool_names(text: str, spec: dict, tools) -> str:
+def with_tool_names(text: str, fmt: Format, tools) -> str:
     """The grammar with its ``tool-name`` rule limited to the function names of
     ``tools`` (OpenAI tool definitions); unchanged when they name none. The generated
     module's ``_with_tool_names`` does the same at run time."""
@@ -886,7 +890,7 @@ def with_tool_names(text: str, spec: dict, tools) -> str:
         name = function.get("name") if isinstance(function, dict) else None
         if isinstance(name, str) and name:
             # Names inside JSON strings are written JSON-escaped.
-            in_json = spec["tools"]["format"] == "json"
+            in_json = fmt.calls is not None and fmt.calls.format == "json"
             names.append(json.dumps(name, ensure_ascii=False)[1:-1] if in_json else name)
     names = list(dict.fromkeys(names))
     if not names or f"\n{NAME_RULE} ::= " not in text:

@@ -1,0 +1,398 @@
+"""The typed format model: one validated spec as frozen objects, the format's one
+source of truth for every emitter (parser module, stream reader, grammars, triggers).
+
+A spec is built into a ``Format`` once, after the schema has checked its shape. The
+model then enforces what the schema cannot say (rules across fields) and names the
+spec file and YAML path of what breaks one; it also names, as properties, the facts
+that emitters would otherwise re-derive from the raw mapping ("has a reasoning
+block", "has calls", "where calls begin").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .spec import SpecError
+
+HOLES = ("name", "id", "index", "arguments")
+# llama.cpp's numbers for grammar_triggers types.
+TRIGGER_TYPES = {"word": 1, "pattern": 2, "pattern_full": 3}
+
+
+class _Where:
+    """Errors that name the spec file and the YAML path inside it."""
+
+    def __init__(self, origin: str):
+        self.origin = origin
+
+    def fail(self, path: str, message: str) -> SpecError:
+        return SpecError(f"{self.origin}: {path}: {message}")
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Where the model writes its reasoning."""
+
+    mode: str
+    start: str  # "" where no marker opens the block
+    end: str  # "" where the format has no block
+    opened_when_thinking: bool
+    opened_when_not_thinking: bool
+
+    @property
+    def has_block(self) -> bool:
+        """Whether outputs may hold a reasoning block the parser reads."""
+        return self.mode != "none" and bool(self.end)
+
+    def opened_by_prompt(self, enable_thinking: bool) -> bool:
+        return self.opened_when_thinking if enable_thinking else self.opened_when_not_thinking
+
+    def describe(self) -> str:
+        if not self.has_block:
+            return "none"
+        if not self.start:
+            return f"from the start of the output up to {self.end!r}"
+        opened = [
+            label
+            for label, flag in (
+                ("thinking on", self.opened_when_thinking),
+                ("thinking off", self.opened_when_not_thinking),
+            )
+            if flag
+        ]
+        text = f"{self.start!r} ... {self.end!r}"
+        if opened:
+            text += f" (the prompt opens the block with {' and '.join(opened)})"
+        return text
+
+
+@dataclass(frozen=True)
+class Content:
+    """How the model writes the answer."""
+
+    mode: str
+    start: str  # "" where content is bare
+    end: str  # "" where no marker closes it
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether a marker may open the content."""
+        return self.mode != "plain" and bool(self.start)
+
+    @property
+    def always_wrapped(self) -> bool:
+        return self.wrapped and self.mode == "always_wrapped"
+
+    def describe(self) -> str:
+        if not self.wrapped:
+            return "plain text"
+        closer = f" ... {self.end!r}" if self.end else ""
+        when = "always" if self.always_wrapped else "after reasoning"
+        return f"{self.start!r}{closer} ({when})"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One hole of a tagged call and the literal written after it."""
+
+    hole: str
+    after: str
+
+
+@dataclass(frozen=True)
+class JsonCall:
+    """Where a call written as one JSON (or Python-literal) object keeps its parts."""
+
+    name: tuple[str, ...] | None
+    arguments: tuple[str, ...] | None
+    id: tuple[str, ...] | None
+    name_is_key: bool
+    literal: str  # "json" or "python"
+    arguments_as_string: bool = False  # the arguments are a string holding JSON
+
+    @property
+    def flat(self) -> bool:
+        """Whether every field is a member of the call object itself (no nesting)."""
+        return all(path is None or len(path) == 1 for path in (self.name, self.arguments, self.id))
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """How a tagged call writes its arguments: one JSON value, or key/value units."""
+
+    encoding: str  # "json" or "tagged"
+    literal: str  # "json" or "python": how non-string values are written
+    key_prefix: str = ""
+    key_end: str = ""
+    value_start: str = ""
+    value_suffix: str = ""
+    separator: str = ""
+    string_open: str = ""
+    string_close: str = ""
+    value_suffix_names_key: bool = False
+
+    @property
+    def units(self) -> bool:
+        """Whether the arguments are key/value units (values typed by the tools' schemas)."""
+        return self.encoding == "tagged"
+
+    @property
+    def suffixed(self) -> bool:
+        """Whether a literal after each value marks where it ends."""
+        return bool(self.value_suffix.strip())
+
+    @property
+    def raw_strings(self) -> bool:
+        """Whether a string value's delimiters make no JSON or Python literal (Gemma 4's
+        ``<|"|>``): the text between them is then the value as it stands. Quotes make a
+        literal whose escapes are decoded."""
+        first = self.string_open.lstrip()[:1]
+        return (
+            bool(self.string_open)
+            and self.string_close == self.string_close.strip()
+            and not (first.isalnum() or first in "\"'{[(-+.")
+        )
+
+
+@dataclass(frozen=True)
+class Calls:
+    """How the model writes tool calls: section markers around the calls of a turn,
+    then each call as JSON (``json``) or as text with holes (``tagged``)."""
+
+    format: str  # "json" or "tagged"
+    section_start: str
+    section_end: str
+    start: str
+    end: str  # json: the literal after the object
+    separator: str
+    parts: tuple[Part, ...]  # tagged
+    json: JsonCall | None
+    arguments: Arguments | None  # tagged
+    end_of_turn_after_calls: tuple[str, ...]
+    content_after_calls: bool
+
+    @property
+    def trigger(self) -> str:
+        """The text a call section begins with ("" where nothing marks a call)."""
+        return self.section_start.strip() or self.start.strip()
+
+    @property
+    def bare(self) -> bool:
+        """Whether nothing marks a call: the whole output is calls or content."""
+        return not self.trigger
+
+    @property
+    def typed_values(self) -> bool:
+        """Whether argument values are text for the tools' JSON schemas to type."""
+        return self.format == "tagged" and self.arguments is not None and self.arguments.units
+
+    @property
+    def literal(self) -> str:
+        """How the format writes non-string values: "json" or "python"."""
+        if self.json is not None:
+            return self.json.literal
+        assert self.arguments is not None
+        return self.arguments.literal
+
+    @property
+    def holes(self) -> tuple[str, ...]:
+        return tuple(part.hole for part in self.parts)
+
+    def describe(self) -> str:
+        if self.format == "json":
+            assert self.json is not None
+            where = (
+                "{name: arguments}"
+                if self.json.name_is_key
+                else ", ".join(
+                    f"{field} at {'.'.join(path)}"
+                    for field, path in (
+                        ("name", self.json.name),
+                        ("arguments", self.json.arguments),
+                        ("id", self.json.id),
+                    )
+                    if path
+                )
+            )
+            shape = f"{self.start!r} + a {self.json.literal} object ({where}) + {self.end!r}"
+        else:
+            shape = repr(self.start) + "".join(
+                f" + <{part.hole}> + {part.after!r}" for part in self.parts
+            )
+        section = ""
+        if self.section_start or self.section_end:
+            section = f"; section {self.section_start!r} ... {self.section_end!r}"
+        return f"{self.format}: {shape}, separated by {self.separator!r}{section}"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    type: str  # word, pattern, pattern_full
+    value: str
+
+    def as_llama_cpp(self) -> dict:
+        """llama.cpp's server JSON for one of ``grammar_triggers``."""
+        return {"type": TRIGGER_TYPES[self.type], "value": self.value}
+
+
+@dataclass(frozen=True)
+class Format:
+    """One chat format: what the parser, the stream reader and the grammars read."""
+
+    slug: str
+    origin: str  # the spec file, for messages
+    reasoning: Reasoning
+    content: Content
+    calls: Calls | None
+    stop: tuple[str, ...]  # end-of-turn strings known literally
+    tokenizer_eos: bool
+    triggers: tuple[Trigger, ...]
+    preserved_tokens: tuple[str, ...]
+    spec: dict  # the resolved spec, as written to the module's SPEC
+
+    @property
+    def has_calls(self) -> bool:
+        return self.calls is not None
+
+    def describe(self) -> list[str]:
+        """The format in a few lines, for a module's docstring."""
+        lines = [
+            f"Reasoning: {self.reasoning.describe()}.",
+            f"Content: {self.content.describe()}.",
+            f"Tool calls: {self.calls.describe() if self.calls else 'none'}.",
+        ]
+        stop = ", ".join(map(repr, self.stop))
+        if self.tokenizer_eos:
+            stop = (stop + ", " if stop else "") + "the tokenizer's eos token"
+        lines.append(f"End of turn: {stop or 'not marked'}.")
+        return lines
+
+
+def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
+    """The model of a schema-valid spec; SpecError names the file and the YAML path of
+    a rule across fields that the spec breaks."""
+    where = _Where(origin)
+    return Format(
+        slug=slug,
+        origin=origin,
+        reasoning=_reasoning(spec["reasoning"], where),
+        content=_content(spec["content"], where),
+        calls=_calls(spec["tools"], where),
+        stop=tuple(spec["end_of_turn"]["markers"]),
+        tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
+        triggers=tuple(Trigger(t["type"], t["value"]) for t in spec["grammar"]["triggers"]),
+        preserved_tokens=tuple(spec["grammar"]["preserved_tokens"]),
+        spec=spec,
+    )
+
+
+def calls_model(tools_section: dict[str, Any], origin: str) -> Calls | None:
+    """The model of a spec's ``tools`` section alone (None where the format has no
+    calls), for the analysis, which decides the spec's triggers from its calls before
+    the rest of the spec exists; SpecError names ``origin`` and the YAML path."""
+    return _calls(tools_section, _Where(origin))
+
+
+def _reasoning(section: dict, where: _Where) -> Reasoning:
+    mode = section["mode"]
+    start, end = section.get("start") or "", section.get("end") or ""
+    if mode in ("tag", "forced_open", "forced_closed") and not (start and end):
+        missing = "reasoning.start" if not start else "reasoning.end"
+        raise where.fail(missing, f"reasoning mode {mode!r} needs a start and an end marker")
+    if mode == "delimiter" and not end:
+        raise where.fail("reasoning.end", "reasoning mode 'delimiter' needs an end marker")
+    opened = section["opened_by_prompt"]
+    if (opened["thinking_on"] or opened["thinking_off"]) and not end:
+        raise where.fail(
+            "reasoning.opened_by_prompt", "the prompt cannot open a block that has no end marker"
+        )
+    return Reasoning(mode, start, end, bool(opened["thinking_on"]), bool(opened["thinking_off"]))
+
+
+def _content(section: dict, where: _Where) -> Content:
+    mode = section["mode"]
+    start, end = section.get("start") or "", section.get("end") or ""
+    if mode != "plain" and not start:
+        raise where.fail("content.start", f"content mode {mode!r} needs a start marker")
+    if mode == "plain" and (start or end):
+        raise where.fail("content.mode", "plain content has no markers; say always_wrapped")
+    return Content(mode, start, end)
+
+
+def _path(dotted: str | None) -> tuple[str, ...] | None:
+    return tuple(dotted.split(".")) if dotted else None
+
+
+def _calls(section: dict, where: _Where) -> Calls | None:
+    kind = section["format"]
+    if kind == "none":
+        return None
+    call = section.get("call")
+    if call is None:
+        raise where.fail("tools.call", f"tool format {kind!r} needs a call section")
+    json_call = arguments = None
+    parts: tuple[Part, ...] = ()
+    if kind == "json":
+        fields = section.get("json")
+        if fields is None:
+            raise where.fail("tools.json", "tool format 'json' needs a json section")
+        if not fields["name_is_key"] and not (fields.get("name") and fields.get("arguments")):
+            missing = "tools.json.name" if not fields.get("name") else "tools.json.arguments"
+            raise where.fail(missing, "a call that is not {name: arguments} needs this field path")
+        json_call = JsonCall(
+            name=_path(fields.get("name")),
+            arguments=_path(fields.get("arguments")),
+            id=_path(fields.get("id")),
+            name_is_key=bool(fields["name_is_key"]),
+            literal=fields["literal"],
+            arguments_as_string=bool(fields.get("arguments_as_string")),
+        )
+    else:
+        if not call.get("parts"):
+            raise where.fail("tools.call.parts", "tool format 'tagged' needs the call's parts")
+        parts = tuple(Part(part["hole"], part["after"]) for part in call["parts"])
+        holes = [part.hole for part in parts]
+        for hole in ("name", "arguments"):
+            if hole not in holes:
+                raise where.fail("tools.call.parts", f"a tagged call needs a {hole!r} hole")
+        if holes.count("arguments") > 1:
+            raise where.fail("tools.call.parts", "a tagged call has one 'arguments' hole")
+        if holes.index("name") > holes.index("arguments"):
+            raise where.fail("tools.call.parts", "the name must come before the arguments")
+        found = section.get("arguments")
+        if found is None:
+            raise where.fail("tools.arguments", "tool format 'tagged' needs an arguments section")
+        arguments = Arguments(
+            encoding=found["encoding"],
+            literal=found["literal"],
+            key_prefix=found.get("key_prefix") or "",
+            key_end=found.get("key_end") or "",
+            value_start=found.get("value_start") or "",
+            value_suffix=found.get("value_suffix") or "",
+            separator=found.get("separator") or "",
+            string_open=found.get("string_open") or "",
+            string_close=found.get("string_close") or "",
+            value_suffix_names_key=bool(found.get("value_suffix_names_key")),
+        )
+        if arguments.units:
+            if not arguments.key_end.strip():
+                raise where.fail("tools.arguments.key_end", "key/value arguments need this marker")
+            if arguments.string_open and not arguments.string_close:
+                raise where.fail(
+                    "tools.arguments.string_close", "a string opener needs a closer"
+                )
+    section_markers = section.get("section") or {}
+    return Calls(
+        format=kind,
+        section_start=section_markers.get("start") or "",
+        section_end=section_markers.get("end") or "",
+        start=call["start"],
+        end=call.get("end") or "",
+        separator=call["separator"],
+        parts=parts,
+        json=json_call,
+        arguments=arguments,
+        end_of_turn_after_calls=tuple(section.get("end_of_turn_after_calls") or ()),
+        content_after_calls=bool(section.get("content_after_calls")),
+    )
