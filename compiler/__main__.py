@@ -16,7 +16,8 @@ from . import spec as specs
 from .analyze import analyze
 from .build import BuildError, build, spec_for
 from .check import check
-from .codegen import python as python_codegen
+from . import model
+from .codegen import module as module_codegen
 from .explain import explain
 from .render import ChatTemplate, RenderError, RenderInputs
 from .sources import SourceError, discover, fetch_corpus, one_source, slugify
@@ -170,9 +171,8 @@ def _parser_module(spec_path: str, spec: dict) -> dict:
     """The generated parser of a spec, built in memory: the namespace of its module."""
     slug = slugify(os.path.splitext(os.path.basename(spec_path))[0])
     namespace = {"__name__": f"generated.{slug}"}
-    exec(
-        compile(python_codegen.generate(slug, spec), f"<parser of {spec_path}>", "exec"), namespace
-    )
+    text = module_codegen.generate(model.build(spec, slug=slug, origin=spec_path)).module
+    exec(compile(text, f"<parser of {spec_path}>", "exec"), namespace)
     return namespace
 
 

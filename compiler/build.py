@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from . import __version__, spec as specs
 from .analyze import analyze, leaked_probe_strings
-from .codegen import python as python_codegen
+from . import model
+from .codegen import module as module_codegen
 from .render import ChatTemplate, RenderInputs
 from .sources import TemplateSource
 
@@ -71,16 +72,11 @@ def _write_if_changed(path: str, text: str | None, report: BuildReport) -> None:
     report.changed.append(path)
 
 
-def outputs(slug: str, spec: dict) -> dict[str, str | None]:
-    """File name → contents of everything generated for one spec."""
-    module = python_codegen.generate(slug, spec)
-    namespace: dict = {}
-    exec(compile(module, f"generated/{slug}.py", "exec"), namespace)  # our own output
-    return {
-        f"{slug}.py": module,
-        f"{slug}.gbnf": namespace["GBNF"],
-        f"{slug}.tools.gbnf": namespace["GBNF_TOOLS"],
-    }
+def outputs(slug: str, spec: dict, origin: str | None = None) -> dict[str, str | None]:
+    """File name → contents of everything generated for one spec (``origin``: the
+    spec file, named in errors)."""
+    fmt = model.build(spec, slug=slug, origin=origin or f"{slug}.yaml")
+    return module_codegen.generate(fmt).files(slug)
 
 
 def build(sources: list[TemplateSource], specs_dir: str, generated_dir: str, *, log=print) -> BuildReport:
@@ -93,7 +89,7 @@ def build(sources: list[TemplateSource], specs_dir: str, generated_dir: str, *, 
         spec, warnings = spec_for(source, overrides, spec_path)
         report.warnings.extend(warnings)
         _write_if_changed(spec_path, specs.dump(spec), report)
-        for name, text in outputs(source.slug, spec).items():
+        for name, text in outputs(source.slug, spec, spec_path).items():
             _write_if_changed(os.path.join(generated_dir, name), text, report)
         log(f"[{number}/{len(sources)}] {source.slug}")
     _write_if_changed(os.path.join(generated_dir, "__init__.py"), PACKAGE_INIT, report)

@@ -122,7 +122,7 @@ def _overrides_applied(spec: dict, spec_path: str, report: CheckReport) -> bool:
 def _compare_outputs(
     slug: str, spec: dict, spec_path: str, generated_dir: str, report: CheckReport
 ) -> None:
-    for name, text in outputs(slug, spec).items():
+    for name, text in outputs(slug, spec, spec_path).items():
         path = os.path.join(generated_dir, name)
         exists = os.path.isfile(path)
         if text is None:

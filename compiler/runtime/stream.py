@@ -1,10 +1,10 @@
-"""Spec → the ``StreamParser`` class of a generated parser module.
+"""``StreamParser``: a model's output read as it arrives.
 
-The stream reader is one generator, ``_read``, written in the same straight-line
-order as ``parse``: reasoning, content, the calls, what follows them. When it needs
-text that has not arrived yet it yields, and the next ``feed`` resumes it where it
-stopped, so every character is looked at a bounded number of times: a chunk costs
-time in proportion to its length, never a rescan of what came before.
+The reader is one generator, ``_read``, written in the same order as ``parse``:
+reasoning, content, the calls, what follows them. When it needs text that has not
+arrived yet it yields, and the next ``feed`` resumes it where it stopped, so every
+character is looked at a bounded number of times: a chunk costs time in proportion
+to its length, never a rescan of what came before.
 
 Only text that is not settled stays pending: a tail that may still become a marker,
 an end-of-turn marker at the end, trailing whitespace (``parse`` strips it), and the
@@ -15,114 +15,75 @@ broken goes back to being content, as it does in ``parse``.
 
 from __future__ import annotations
 
-import textwrap
+import json
 
-from .calls import trigger, typed_values
+from .calls import _ATTEMPTS, _read_call, _trailing
+from .format import (
+    ARG_KEY_END,
+    ARG_KEY_PREFIX,
+    ARG_SEPARATOR,
+    ARG_STRING_CLOSE,
+    ARG_STRING_OPEN,
+    ARG_VALUE_START,
+    ARG_VALUE_SUFFIX,
+    ARGUMENTS_PATH,
+    BARE_CALLS,
+    CALL_END,
+    CALL_PARTS,
+    CALL_SEPARATOR,
+    CALL_START,
+    CONTENT_END,
+    CONTENT_START,
+    CONTENT_WRAPPED,
+    END_AFTER_CALLS,
+    FLAT_FIELDS,
+    HAS_CALLS,
+    HAS_REASONING,
+    ID_PATH,
+    JSON_ARGUMENTS,
+    JSON_CALLS,
+    LITERAL,
+    NAME_IS_KEY,
+    NAME_PATH,
+    OPENED_BY_PROMPT,
+    RAW_STRINGS,
+    REASONING_END,
+    REASONING_START,
+    SECTION_END,
+    SECTION_START,
+    STOP,
+    SUFFIXED_VALUES,
+    TRIGGER,
+    TYPED_VALUES,
+    VALUE_SUFFIX_NAMES_KEY,
+)
+from .text import (
+    _before,
+    _decided,
+    _good_name,
+    _match,
+    _maybe_stop,
+    _partial_at,
+    _settled,
+    _stops,
+    _strip_stop,
+    _trim_end,
+    _undecided,
+)
+from .values import (
+    _ENCODE_STRING,
+    _JSON_SPACE,
+    _json_text,
+    _load,
+    _schema_types,
+    _typed,
+    _ValueEnd,
+)
 
-_HELPERS = r'''
 
 class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
-
-def _partial_at(text, marker):
-    """Where a proper prefix of ``marker`` that ends ``text`` starts, or len(text)."""
-    if not marker:
-        return len(text)
-    at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
-    while at >= 0:
-        if marker.startswith(text[at:]):
-            return at
-        at = text.find(marker[0], at + 1)
-    return len(text)
-
-
-def _tail_pattern(markers):
-    """(pattern, reach): the pattern matches a proper prefix of one of ``markers``
-    or of an end-of-turn marker that ends the text, searched for in its last
-    ``reach`` characters only."""
-    found = _TAIL_PATTERNS.get(markers)
-    if found is None:
-        whole = [marker for marker in markers + tuple(STOP) if marker]
-        prefixes = sorted({marker[:size] for marker in whole for size in range(1, len(marker))})
-        pattern = "(?:%s)\\Z" % "|".join(map(re.escape, prefixes)) if prefixes else "(?!)"
-        found = _TAIL_PATTERNS[markers] = (re.compile(pattern), max(map(len, whole), default=0))
-    return found
-
-
-_TAIL_PATTERNS = {}
-
-
-def _settled(text, markers):
-    """How much of ``text`` can be sent: all but a tail that may still become one
-    of ``markers`` or an end-of-turn marker, and the whitespace before it."""
-    pattern, reach = _tail_pattern(markers)
-    found = pattern.search(text, max(0, len(text) - reach))
-    kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
-
-
-def _undecided(head, markers):
-    """Whether more text could still make ``head`` start with one of ``markers``."""
-    return any(len(head) < len(marker) and marker.startswith(head) for marker in markers)
-
-
-def _stops(*markers):
-    """A pattern finding what stops a chunk from being plain text: a character
-    that may start one of ``markers`` or an end-of-turn marker."""
-    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
-    return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
-'''
-
-_CALL_HELPERS = r'''
-
-def _decided(text, literal):
-    """Whether more text could still change what ``_match(text, 0, literal)`` says."""
-    if text.startswith(literal):
-        return True
-    if literal.startswith(text):
-        return False
-    rest = text.lstrip()
-    if not rest:
-        return False
-    core = literal.strip()
-    if rest.startswith(core):
-        tail = rest[len(core) :]
-        trail = literal[len(literal.rstrip()) :]
-        return not (trail and len(tail) < len(trail) and trail.startswith(tail))
-    return not core.startswith(rest)
-
-
-def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
-    head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
-
-
-def _json_text(text):
-    """``text`` as the inside of a JSON string, as ``json.dumps(...,
-    ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
-    a string can be escaped one by one)."""
-    if '"' in text or "\\" in text or not text.isprintable():
-        return _ENCODE_STRING(text)[1:-1]
-    return text  # nothing in it to escape
-
-
-# json.dumps's own string encoder, without its per-call set-up.
-_ENCODE_STRING = json.encoder.encode_basestring
-
-
-# A name longer than this is not a name: the reader stops waiting for its end.
-_NAME_LIMIT = 1024
-# How many pieces of a value a run keeps before it joins them into one.
-_BLOCK = 64
-'''
-
-_DECODED = r'''
 
 def _decoded(text):
     """The value a piece of JSON the reader has read denotes."""
@@ -130,9 +91,16 @@ def _decoded(text):
         return json.loads(text)
     except (ValueError, RecursionError):
         raise _Broken from None
-'''
 
-_CLASS_HEAD = r'''
+
+# A name longer than this is not a name: the reader stops waiting for its end.
+_NAME_LIMIT = 1024
+# How many pieces of a value a run keeps before it joins them into one.
+_BLOCK = 64
+# What stops a chunk of reasoning or content from being sent as it is.
+_REASONING_STOPS = _stops(REASONING_END)
+_CONTENT_STOPS = _stops(TRIGGER, CONTENT_END)
+
 
 class StreamParser:
     """Reads a model's output as it arrives.
@@ -146,7 +114,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = %(types)s
+        self._types = _schema_types(tools) if TYPED_VALUES else {}
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
@@ -159,6 +127,7 @@ class StreamParser:
         self._held = ""  # content that is sent once the calls after it prove real
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
+        self._raw = []  # the pieces of the calls being read, for a replay
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.
@@ -244,7 +213,9 @@ class StreamParser:
         or after a final end-of-turn marker (more of it changes nothing) waits in
         ``_space``."""
         kept = rest.rstrip()
-        if len(kept) < len(rest) and (not kept or any(kept.endswith(s) for s in STOP if s)):
+        if len(kept) < len(rest) and (
+            not kept or any(kept.endswith(s) for s in STOP if s)
+        ):
             self._space.append(rest[len(kept) :])
             rest = kept
         self._pending = rest
@@ -267,25 +238,34 @@ class StreamParser:
             return [{field: kept}] if kept else []
 
         return take
-'''
 
-_READ_PLAIN = r'''
     def _read(self):
-        yield from self._read_reasoning()
-        yield from self._read_content()
-'''
+        if HAS_REASONING:
+            yield from self._read_reasoning()
+        if not HAS_CALLS:
+            yield from self._read_content()
+        elif BARE_CALLS:
+            yield from self._read_calls_or_content()
+        else:
+            yield from self._read_content_and_calls()
 
-_NO_REASONING = r'''
-    def _read_reasoning(self):
-        """This format has no reasoning block."""
-        return
-        yield
-'''
-
-_REASONING = r'''
     def _read_reasoning(self):
         """The reasoning block, if the output has one."""
-OPENING
+        if REASONING_START:
+            # Wait until the start of the output tells whether a block opens (the
+            # whitespace it starts with counts for nothing: it is dropped as it comes).
+            markers = (REASONING_START, REASONING_END)
+            while not self._eof and _undecided(self._pending.lstrip(), markers):
+                self._pending = self._pending.lstrip()
+                yield
+            head = self._pending.lstrip()
+            if head.startswith(REASONING_START):
+                self._pending = head[len(REASONING_START) :]
+            elif not OPENED_BY_PROMPT[self._thinking]:
+                if head.startswith(REASONING_END):
+                    # A closer with no opener: an empty block whose opener was elided.
+                    self._pending = head[len(REASONING_END) :]
+                return
         run = self._text_run("reasoning_content", _REASONING_STOPS)
         while True:
             end = self._pending.find(REASONING_END)
@@ -303,28 +283,7 @@ OPENING
             self._run = run
             yield
             self._run = None
-'''
 
-_REASONING_OPENING = r'''
-        # Wait until the start of the output tells whether a block opens (the
-        # whitespace it starts with counts for nothing: it is dropped as it comes).
-        markers = (REASONING_START, REASONING_END)
-        while not self._eof and _undecided(self._pending.lstrip(), markers):
-            self._pending = self._pending.lstrip()
-            yield
-        head = self._pending.lstrip()
-        if head.startswith(REASONING_START):
-            self._pending = head[len(REASONING_START) :]
-        elif not OPENED_BY_PROMPT[self._thinking]:
-            if head.startswith(REASONING_END):
-                # A closer with no opener: an empty block whose opener was elided.
-                self._pending = head[len(REASONING_END) :]
-            return
-'''
-
-_NO_OPENING = "        # No marker opens the block: the model starts inside it."
-
-_OPEN_CONTENT = r'''
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
         text then starts with it; the content's first closer is dropped."""
@@ -333,28 +292,39 @@ _OPEN_CONTENT = r'''
             yield
         self._pending = self._pending.lstrip()
         return len(CONTENT_START) if self._pending.startswith(CONTENT_START) else 0
-'''
 
-_NO_OPEN_CONTENT = r'''
-    def _open_content(self):
-        """This format writes its content bare."""
-        return 0
-        yield
-'''
-
-_CONTENT_PLAIN = r'''
     def _read_content(self):
         """The content: all that is left, its markers aside."""
-        opener = yield from self._open_content()
+        opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         yield from self._read_plain(bool(opener and CONTENT_END))
-'''
 
-_CONTENT_WITH_TRIGGER = r'''
-    def _read_content(self):
+    def _read_plain(self, closing):
+        """Content with no calls in it."""
+        run = self._text_run("content", _CONTENT_STOPS)
+        while True:
+            pending = self._pending
+            if closing:
+                end = pending.find(CONTENT_END)
+                if end >= 0:
+                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    closing = False
+                    continue
+            if self._eof:
+                self._send("content", pending, final=True)
+                self._pending = ""
+                return
+            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            self._send("content", pending[:keep])
+            self._hold(pending[keep:])
+            self._run = run
+            yield
+            self._run = None
+
+    def _read_content_and_calls(self):
         """Content up to the tool calls, the calls, then what follows them."""
         # The opening marker stays pending until sent: a trigger may start with it.
-        opener = yield from self._open_content()
+        opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         closing = bool(opener and CONTENT_END)
         attempts = 0
         search = 0  # the trigger is looked for from here on
@@ -395,31 +365,10 @@ _CONTENT_WITH_TRIGGER = r'''
             self._run = None
         yield from self._read_after()
 
-    def _try_calls(self, at):
-        """Read the calls that the trigger at ``at`` starts: -1 once they are read,
-        else where to look for the next trigger (the text is content again)."""
-        pending = self._pending
-        start = len(pending[:at].rstrip())
-        # The content before the calls is sent once they prove well-formed.
-        self._held = pending[:start]
-        self._pending = pending[start:]
-        self._raw = []
-        try:
-            yield from self._read_calls()
-        except _Broken:
-            held = self._held
-            self._held = ""
-            self._replay(held + "".join(self._raw) + self._pending)
-            return len(held) + at - start + len(TRIGGER)
-        self._commit()
-        return -1
-'''
-
-_CONTENT_BARE = r'''
-    def _read_content(self):
+    def _read_calls_or_content(self):
         """Nothing marks a call here: the output is calls or it is content. While it
         may still be calls, what is read is held back."""
-        opener = yield from self._open_content()
+        opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         closing = bool(opener and CONTENT_END)
         self._held = ""
@@ -442,33 +391,60 @@ _CONTENT_BARE = r'''
             return
         self._hold_from = None
         self._pending = ""
-'''
 
-_READ_PLAIN_CONTENT = r'''
-    def _read_plain(self, closing):
-        """Content with no calls in it."""
-        run = self._text_run("content", _CONTENT_STOPS)
+    def _read_after(self):
+        """Text after the calls is content too, end-of-turn markers aside."""
+        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+        while True:
+            # Whitespace after the calls is dropped (so a run of it is not re-read).
+            self._pending = head = self._pending.lstrip()
+            for marker in markers:
+                if head.startswith(marker):
+                    self._pending = head[len(marker) :]
+                    break
+            else:
+                if self._eof or (head and not _undecided(head, markers)):
+                    break
+                yield
+        self._pending = self._pending.lstrip()
+        first = True
         while True:
             pending = self._pending
-            if closing:
-                end = pending.find(CONTENT_END)
-                if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
-                    closing = False
-                    continue
+            end = len(pending)
+            if not self._eof:
+                for marker in markers:
+                    end = min(end, _partial_at(pending, marker))
+            kept = _trim_end(pending[:end], markers)
+            if first and kept and "content" in self._started:
+                self._emit("content", "\n")
+            if kept:
+                first = False
+                self._started.add("content")
+                self._emit("content", kept)
+            self._hold(pending[len(kept) :])
             if self._eof:
-                self._send("content", pending, final=True)
-                self._pending = ""
                 return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
-            self._send("content", pending[:keep])
-            self._hold(pending[keep:])
-            self._run = run
             yield
-            self._run = None
-'''
 
-_CALLS = r'''
+    def _try_calls(self, at):
+        """Read the calls that the trigger at ``at`` starts: -1 once they are read,
+        else where to look for the next trigger (the text is content again)."""
+        pending = self._pending
+        start = len(pending[:at].rstrip())
+        # The content before the calls is sent once they prove well-formed.
+        self._held = pending[:start]
+        self._pending = pending[start:]
+        self._raw = []
+        try:
+            yield from self._read_calls()
+        except _Broken:
+            held = self._held
+            self._held = ""
+            self._replay(held + "".join(self._raw) + self._pending)
+            return len(held) + at - start + len(TRIGGER)
+        self._commit()
+        return -1
+
     def _commit(self):
         """The calls are real: the content before them is final."""
         if self._held:
@@ -633,7 +609,12 @@ _CALLS = r'''
             try:
                 if index and not (yield from self._literal(CALL_SEPARATOR)):
                     break
-                yield from self._read_call(index)
+                if not JSON_CALLS:
+                    yield from self._read_tagged_call(index)
+                elif LITERAL == "json":
+                    yield from self._read_object_call(index)
+                else:
+                    yield from self._read_whole_object_call(index)
             except _Broken:
                 if not index:
                     raise
@@ -647,95 +628,6 @@ _CALLS = r'''
             if (yield from self._literal(marker)):
                 break
 
-    def _read_after(self):
-        """Text after the calls is content too, end-of-turn markers aside."""
-        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
-        while True:
-            # Whitespace after the calls is dropped (so a run of it is not re-read).
-            self._pending = head = self._pending.lstrip()
-            for marker in markers:
-                if head.startswith(marker):
-                    self._pending = head[len(marker) :]
-                    break
-            else:
-                if self._eof or (head and not _undecided(head, markers)):
-                    break
-                yield
-        self._pending = self._pending.lstrip()
-        first = True
-        while True:
-            pending = self._pending
-            end = len(pending)
-            if not self._eof:
-                for marker in markers:
-                    end = min(end, _partial_at(pending, marker))
-            kept = _trim_end(pending[:end], markers)
-            if first and kept and "content" in self._started:
-                self._emit("content", "\n")
-            if kept:
-                first = False
-                self._started.add("content")
-                self._emit("content", kept)
-            self._hold(pending[len(kept) :])
-            if self._eof:
-                return
-            yield
-'''
-
-_TRIM_END = r'''
-
-def _trim_end(text, markers):
-    """``text`` less the whitespace and end-of-turn markers it ends with."""
-    changed = True
-    while changed:
-        changed = False
-        text = text.rstrip()
-        for marker in markers:
-            if text.endswith(marker):
-                text = text[: len(text) - len(marker)]
-                changed = True
-    return text
-'''
-
-
-def _json_call_reader(tools: dict) -> str:
-    fields = tools["json"]
-    if fields["literal"] != "json":
-        return _JSON_VALUE + _WHOLE_OBJECT_CALL
-    if fields["name_is_key"]:
-        early = "not members and _good_name(key)"
-        name = "key"
-        keep = ""
-    else:
-        name = "name"
-        single = all(
-            not fields[field] or "." not in fields[field] for field in ("name", "arguments", "id")
-        )
-        early = (
-            "key == ARGUMENTS_PATH[0] and isinstance(name, str) and _good_name(name)"
-            " and (not ID_PATH or ID_PATH[0] in members)"
-            if single
-            else "False"
-        )
-        keep = textwrap.indent(
-            textwrap.dedent(
-                """
-                if key == NAME_PATH[0]:
-                    name = _decoded(text)
-                elif ID_PATH and key == ID_PATH[0]:
-                    call_id = _decoded(text)
-                    call_id = call_id if isinstance(call_id, str) else None
-                """
-            ),
-            "            ",
-        )
-    return (
-        _JSON_VALUE
-        + _OBJECT_CALL.replace("EARLY", early).replace("NAME", name).replace("KEEP\n", keep)
-    )
-
-
-_JSON_VALUE = r'''
     def _next_char(self):
         """The next character once it has arrived ("" at the end of the output)."""
         while not self._pending and not self._eof:
@@ -782,7 +674,9 @@ _JSON_VALUE = r'''
                 loose = 0
             if index is None:
                 return []
-            return [{"tool_calls": [{"index": index, "function": {"arguments": chunk}}]}]
+            return [
+                {"tool_calls": [{"index": index, "function": {"arguments": chunk}}]}
+            ]
 
         while True:
             end = scan.scan(self._pending, 0, self._eof)
@@ -797,10 +691,8 @@ _JSON_VALUE = r'''
             self._run = take
             yield
             self._run = None
-'''
 
-_WHOLE_OBJECT_CALL = r'''
-    def _read_call(self, index):
+    def _read_whole_object_call(self, index):
         """One call: an object, sent once it is whole."""
         if not (yield from self._literal(CALL_START)):
             raise _Broken
@@ -815,10 +707,8 @@ _WHOLE_OBJECT_CALL = r'''
         self._open_call(index, call["function"]["name"], call["id"])
         self._arguments_text(index, call["function"]["arguments"])
         yield from self._closer(CALL_END)
-'''
 
-_OBJECT_CALL = r'''
-    def _read_call(self, index):
+    def _read_object_call(self, index):
         """One call: a JSON object, read member by member. Once the name (and id)
         are known, arguments written as an object stream as the model writes them;
         a call written in another order is sent when its object closes. Either way
@@ -850,13 +740,31 @@ _OBJECT_CALL = r'''
                 raise _Broken
             self._consume(1)
             yield from self._json_space()
-            early = EARLY and (yield from self._next_char()) == "{"
+            # Whether the arguments begin here, with what the call needs known.
+            if NAME_IS_KEY:
+                name = key
+                early = not members and _good_name(key)
+            elif FLAT_FIELDS:
+                early = (
+                    key == ARGUMENTS_PATH[0]
+                    and isinstance(name, str)
+                    and _good_name(name)
+                    and (not ID_PATH or ID_PATH[0] in members)
+                )
+            else:
+                early = False
+            early = early and (yield from self._next_char()) == "{"
             if early:
-                self._open_call(index, NAME, call_id)
+                self._open_call(index, name, call_id)
                 opened = True
             text = yield from self._json_value(index if early else None)
             members.add(key)
-KEEP
+            if not NAME_IS_KEY:
+                if key == NAME_PATH[0]:
+                    name = _decoded(text)
+                elif ID_PATH and key == ID_PATH[0]:
+                    call_id = _decoded(text)
+                    call_id = call_id if isinstance(call_id, str) else None
             yield from self._json_space()
         self._consume(1)
         found = _read_call(CALL_START + "".join(self._raw[mark:]), 0, self._types)
@@ -867,55 +775,34 @@ KEEP
             self._open_call(index, call["function"]["name"], call["id"])
             self._arguments_text(index, call["function"]["arguments"])
         yield from self._closer(CALL_END)
-'''
 
+    def _read_tagged_call(self, index):
+        """One call, its holes read in the order the format writes them."""
+        if not (yield from self._literal(CALL_START)):
+            raise _Broken
+        name = call_id = None
+        for hole, after in CALL_PARTS:
+            if hole == "arguments":
+                self._open_call(index, name, call_id)
+                if JSON_ARGUMENTS:
+                    yield from self._json_arguments(index)
+                else:
+                    yield from self._tagged_arguments(index, name, after)
+                yield from self._closer(after)
+            elif hole == "index":
+                yield from self._index(after)
+            else:
+                if after.strip():
+                    word = yield from self._name_before(after)
+                else:
+                    word = yield from self._word()
+                if hole == "name":
+                    name = (
+                        word if name is None else name
+                    )  # written twice: the first counts
+                elif call_id is None:
+                    call_id = word
 
-def _hole_code(index: int, part: dict, holes: list[str], arguments: dict) -> list[str]:
-    after = f"AFTER_PART_{index}"
-    hole = part["hole"]
-    if hole in ("name", "id"):
-        target = "name" if hole == "name" else "call_id"
-        if holes.index(hole) != index:
-            target = "_"  # written twice: the first one counts
-        if part["after"].strip():
-            return [f"{target} = yield from self._name_before({after})\n"]
-        return [f"{target} = yield from self._word()\n"]
-    if hole == "index":
-        return [f"yield from self._index({after})\n"]
-    lines = ["self._open_call(index, name, call_id)\n"]
-    if arguments["encoding"] == "json":
-        lines.append("yield from self._json_arguments(index)\n")
-    else:
-        lines.append(f"yield from self._tagged_arguments(index, name, {after})\n")
-    lines.append(f"yield from self._closer({after})\n")
-    return lines
-
-
-def _tagged_call_reader(tools: dict) -> str:
-    call = tools["call"]
-    arguments = tools["arguments"]
-    holes = [part["hole"] for part in call["parts"]]
-    body = [
-        "if not (yield from self._literal(CALL_START)):\n",
-        "    raise _Broken\n",
-        "name = call_id = None\n",
-    ]
-    for index, part in enumerate(call["parts"]):
-        body += _hole_code(index, part, holes, arguments)
-    code = [
-        "\n    def _read_call(self, index):\n",
-        '        """One call, its parts in the order the format writes them."""\n',
-        textwrap.indent("".join(body), "        "),
-        _WORD_AND_INDEX,
-    ]
-    if arguments["encoding"] == "json":
-        code += [_JSON_VALUE, _JSON_ARGUMENTS]
-    else:
-        code.append(_tagged_arguments(arguments))
-    return "".join(code)
-
-
-_WORD_AND_INDEX = r'''
     def _word(self):
         """A name written with nothing after it but the next marker."""
         yield from self._skip_space()
@@ -948,9 +835,7 @@ _WORD_AND_INDEX = r'''
         self._consume(end)
         if not (yield from self._literal(literal)):
             raise _Broken
-'''
 
-_JSON_ARGUMENTS = r'''
     def _json_arguments(self, index):
         """The arguments: one object, sent as it is read where the format writes
         JSON."""
@@ -966,31 +851,7 @@ _JSON_ARGUMENTS = r'''
             raise _Broken
         if LITERAL != "json":
             self._arguments_text(index, json.dumps(value, ensure_ascii=False))
-'''
 
-
-def _tagged_arguments(arguments: dict) -> str:
-    if arguments.get("value_suffix", "").strip():
-        suffix = "ARG_VALUE_SUFFIX"
-        if arguments.get("value_suffix_names_key"):
-            suffix = 'ARG_VALUE_SUFFIX.replace("{key}", key)'
-        value = f"yield from self._suffixed_value(index, {suffix}, kind)\n"
-        value_reader = _SUFFIXED_VALUE
-    else:
-        value = "yield from self._literal_value(index, kind)\n"
-        value_reader = _LITERAL_VALUE + _SUFFIXED_VALUE
-    start = ""
-    if arguments.get("value_start"):
-        start = textwrap.dedent(
-            """
-            # the key's closing text names the value's type; skip to the value
-            if (yield from self._until(ARG_VALUE_START.strip())) is None:
-                raise _Broken
-            yield from self._literal(ARG_VALUE_START)
-            """
-        )
-    return (
-        r'''
     def _tagged_arguments(self, index, name, stop):
         """Key/value units up to ``stop`` or the first text that does not start
         one, sent as JSON as they are read."""
@@ -1000,7 +861,11 @@ def _tagged_arguments(arguments: dict) -> str:
             mark = len(self._raw)
             if stop.strip() and (yield from self._peek(stop)):
                 break
-            if count and ARG_SEPARATOR and not (yield from self._literal(ARG_SEPARATOR)):
+            if (
+                count
+                and ARG_SEPARATOR
+                and not (yield from self._literal(ARG_SEPARATOR))
+            ):
                 break
             if not (yield from self._literal(ARG_KEY_PREFIX)):
                 self._rewind(mark)
@@ -1009,15 +874,24 @@ def _tagged_arguments(arguments: dict) -> str:
             if key is None:
                 self._rewind(mark)
                 break
-'''
-        + textwrap.indent(start, "            ")
-        + r'''            kind = types.get(key)
+            if ARG_VALUE_START:
+                # the key's closing text names the value's type; skip to the value
+                if (yield from self._until(ARG_VALUE_START.strip())) is None:
+                    raise _Broken
+                yield from self._literal(ARG_VALUE_START)
+            kind = types.get(key)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
-'''
-        + "            "
-        + value
-        + r'''            count += 1
+            if not SUFFIXED_VALUES:
+                yield from self._literal_value(index, kind)
+            elif VALUE_SUFFIX_NAMES_KEY:
+                suffix = ARG_VALUE_SUFFIX.replace(
+                    "{key}", key
+                )  # the closer repeats the key
+                yield from self._suffixed_value(index, suffix, kind)
+            else:
+                yield from self._suffixed_value(index, ARG_VALUE_SUFFIX, kind)
+            count += 1
         self._arguments_text(index, "}" if count else "{}")
 
     def _key(self):
@@ -1030,27 +904,7 @@ def _tagged_arguments(arguments: dict) -> str:
         self._consume(end)
         yield from self._literal(ARG_KEY_END)
         return key
-'''
-        + value_reader
-    )
 
-
-def _raw_strings(arguments: dict) -> str:
-    """Whether a string value's delimiters make no JSON or Python literal (Gemma 4's
-    ``<|"|>``): ``parse`` then takes the text between them as it is, so the stream
-    can send it as it arrives. Quotes make a literal whose escapes are decoded: that
-    value is sent once whole."""
-    opener = arguments.get("string_open") or ""
-    closer = arguments.get("string_close") or ""
-    first = opener.lstrip()[:1]
-    raw = bool(opener) and closer == closer.strip() and not (first.isalnum() or first in "\"'{[(-+.")
-    return (
-        "# Whether the text between ARG_STRING_OPEN and ARG_STRING_CLOSE is the value.\n"
-        f"_RAW_STRINGS = {raw}\n"
-    )
-
-
-_SUFFIXED_VALUE = r'''
     def _suffixed_value(self, index, suffix, kind):
         """A value written up to ``suffix``: a string is sent as it arrives, any
         other value once it is whole."""
@@ -1111,9 +965,7 @@ _SUFFIXED_VALUE = r'''
         else:
             value = _typed("".join(pieces) + last, kind, LITERAL)
             self._arguments_text(index, json.dumps(value, ensure_ascii=False))
-'''
 
-_LITERAL_VALUE = r'''
     def _literal_value(self, index, kind):
         """A value with nothing after it to mark its end: a quoted string, or a
         literal read to its end. Sent once it is whole."""
@@ -1122,7 +974,7 @@ _LITERAL_VALUE = r'''
                 yield
         if ARG_STRING_OPEN and self._pending.startswith(ARG_STRING_OPEN):
             self._consume(len(ARG_STRING_OPEN))
-            if _RAW_STRINGS:
+            if RAW_STRINGS:
                 yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
                 return
             inner = yield from self._until(ARG_STRING_CLOSE)
@@ -1149,60 +1001,3 @@ _LITERAL_VALUE = r'''
                 yield
             value = _typed("".join(pieces), kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))
-'''
-
-
-def _module_constants(spec: dict) -> str:
-    """What stops a chunk of reasoning or content from being sent as it is, and how
-    string values are delimited."""
-    lines = ["\n\n"]
-    reasoning = spec["reasoning"]
-    if reasoning["mode"] != "none" and reasoning.get("end"):
-        lines.append("_REASONING_STOPS = _stops(REASONING_END)\n")
-    markers = []
-    if spec["tools"]["format"] != "none" and trigger(spec["tools"]):
-        markers.append("TRIGGER")
-    if spec["content"]["mode"] != "plain" and spec["content"].get("start"):
-        markers.append("CONTENT_END")
-    lines.append(f"_CONTENT_STOPS = _stops({', '.join(markers)})\n")
-    arguments = spec["tools"].get("arguments") or {}
-    if arguments.get("encoding") == "tagged" and not arguments.get("value_suffix", "").strip():
-        lines.append(_raw_strings(arguments))
-    return "".join(lines)
-
-
-def generate(spec: dict) -> str:
-    """The StreamParser class and its helpers, for this spec's format."""
-    tools = spec["tools"]
-    reasoning = spec["reasoning"]
-    content = spec["content"]
-    has_calls = tools["format"] != "none"
-    parts = [_HELPERS]
-    if has_calls:
-        parts += [_CALL_HELPERS, _TRIM_END]
-    if tools["format"] == "json" and tools["json"]["literal"] == "json":
-        parts.append(_DECODED)
-    parts.append(_module_constants(spec))
-    typed = has_calls and typed_values(tools)
-    parts.append(_CLASS_HEAD % {"types": "_schema_types(tools)" if typed else "{}"})
-    parts.append(_READ_PLAIN)
-    if reasoning["mode"] == "none" or not reasoning.get("end"):
-        parts.append(_NO_REASONING)
-    else:
-        opening = _REASONING_OPENING.strip("\n") if reasoning.get("start") else _NO_OPENING
-        parts.append(_REASONING.replace("OPENING", opening))
-    wrapped = content["mode"] != "plain" and content.get("start")
-    parts.append(_OPEN_CONTENT if wrapped else _NO_OPEN_CONTENT)
-    if not has_calls:
-        parts += [_CONTENT_PLAIN, _READ_PLAIN_CONTENT]
-        return "".join(parts)
-    if trigger(tools):
-        parts.append(_CONTENT_WITH_TRIGGER)
-    else:
-        parts += [_CONTENT_BARE, _READ_PLAIN_CONTENT]
-    parts.append(_CALLS)
-    if tools["format"] == "json":
-        parts.append(_json_call_reader(tools))
-    else:
-        parts.append(_tagged_call_reader(tools))
-    return "".join(parts)

@@ -1,0 +1,365 @@
+"""Reading a whole output's tool calls: the section, each call (one JSON object, or
+text with holes in the order the format writes them), the arguments.
+
+Every scan moves forward from where the last one stopped, so reading the calls of
+a text costs time linear in its length.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .format import (
+    ARG_KEY_END,
+    ARG_KEY_PREFIX,
+    ARG_SEPARATOR,
+    ARG_STRING_CLOSE,
+    ARG_STRING_OPEN,
+    ARG_VALUE_START,
+    ARG_VALUE_SUFFIX,
+    ARGUMENTS_PATH,
+    BARE_CALLS,
+    CALL_END,
+    CALL_PARTS,
+    CALL_SEPARATOR,
+    CALL_START,
+    END_AFTER_CALLS,
+    ID_PATH,
+    JSON_ARGUMENTS,
+    JSON_CALLS,
+    LITERAL,
+    NAME_IS_KEY,
+    NAME_PATH,
+    SECTION_END,
+    SECTION_START,
+    STOP,
+    SUFFIXED_VALUES,
+    TRIGGER,
+    VALUE_SUFFIX_NAMES_KEY,
+)
+from .text import _before, _good_name, _match, _seek, _skip_space, _word_end
+from .values import _field, _load, _read_members, _read_object, _typed, _value_end
+
+
+def _call(name, arguments, call_id):
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def _close(text, at, literal):
+    """The end of a call's closing ``literal``; a text that ends instead (the
+    server cut the stop marker) closes it too."""
+    if at < 0:
+        return -1
+    end = _match(text, at, literal)
+    if end < 0 and not text[at:].strip():
+        return len(text)
+    return end
+
+
+def _read_calls(text, at, types):
+    """The calls written from ``at`` on: (calls, end), or None."""
+    if SECTION_START:
+        at = _match(text, at, SECTION_START)
+        if at < 0:
+            return None
+    calls = []
+    while True:
+        before = at
+        if calls:
+            at = _match(text, at, CALL_SEPARATOR)
+            if at < 0:
+                at = before
+                break
+        found = _read_call(text, at, types) if at >= 0 else None
+        if found is None or found[1] < 0:
+            at = before
+            break
+        call, at = found
+        calls.append(call)
+    if not calls:
+        return None
+    if SECTION_END:
+        at = _close(text, at, SECTION_END)
+        if at < 0:
+            return None
+    for marker in END_AFTER_CALLS:
+        end = _match(text, at, marker)
+        if end >= 0:
+            at = end
+            break
+    return calls, at
+
+
+def _member(members, path):
+    """The value at ``path`` in an object read by ``_read_members``."""
+    if path[0] not in members:
+        return None
+    return _field(members[path[0]][0], path[1:])
+
+
+def _arguments_text(text, value, start, stop):
+    """A call's arguments as JSON text: the model's own where it wrote an object
+    (``text[start:stop]``), the string's content where it wrote a string holding
+    JSON, else None."""
+    if isinstance(value, dict):
+        return text[start:stop]
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return value
+    return None
+
+
+def _checked_call(name, arguments, call_id, text, end):
+    """(call, end) once a call's fields are read, or None when they make no call."""
+    if not isinstance(name, str) or not _good_name(name):
+        return None
+    if arguments is None:
+        return None
+    if call_id is not None and not isinstance(call_id, str):
+        call_id = None
+    return _call(name, arguments, call_id), _close(text, end, CALL_END)
+
+
+def _read_json_call(text, at, types):
+    """One call written as a JSON object at ``at``, read member by member so that
+    its arguments are the model's own text: (call, end) or None."""
+    at = _match(text, at, CALL_START)
+    if at < 0:
+        return None
+    found = _read_members(text, at)
+    if found is None:
+        return None
+    members, end = found
+    if NAME_IS_KEY:
+        if len(members) != 1:
+            return None
+        ((name, (value, start, stop)),) = members.items()
+        arguments = _arguments_text(text, value, start, stop)
+        call_id = None
+    else:
+        name = _member(members, NAME_PATH)
+        call_id = _member(members, ID_PATH) if ID_PATH else None
+        if len(ARGUMENTS_PATH) > 1:
+            # Nested arguments have no span of their own here: they are re-encoded.
+            value = _member(members, ARGUMENTS_PATH)
+            arguments = _arguments_text(
+                json.dumps(value, ensure_ascii=False), value, 0, None
+            )
+        else:
+            value, start, stop = members.get(ARGUMENTS_PATH[0], (None, 0, 0))
+            arguments = _arguments_text(text, value, start, stop)
+    return _checked_call(name, arguments, call_id, text, end)
+
+
+def _read_literal_call(text, at, types):
+    """One call written as a Python-literal object at ``at``, decoded whole, its
+    arguments re-encoded as JSON (the model did not write JSON): (call, end) or None."""
+    at = _match(text, at, CALL_START)
+    if at < 0:
+        return None
+    found = _read_object(text, at)
+    if found is None:
+        return None
+    value, _, end = found
+    if NAME_IS_KEY:
+        if len(value) != 1:
+            return None
+        ((name, arguments),) = value.items()
+        call_id = None
+    else:
+        name = _field(value, NAME_PATH)
+        arguments = _field(value, ARGUMENTS_PATH)
+        call_id = _field(value, ID_PATH) if ID_PATH else None
+    if isinstance(arguments, dict):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    elif isinstance(arguments, str):
+        try:
+            json.loads(arguments)
+        except (ValueError, RecursionError):
+            arguments = None
+    else:
+        arguments = None
+    return _checked_call(name, arguments, call_id, text, end)
+
+
+def _read_tagged_call(text, at, types):
+    """One call at ``at``, its holes read in the order the format writes them:
+    (call, end) or None. A hole written twice counts once, the first time."""
+    at = _match(text, at, CALL_START)
+    if at < 0:
+        return None
+    name = call_id = None
+    arguments = "{}"
+    for hole, after in CALL_PARTS:
+        if hole == "arguments":
+            if JSON_ARGUMENTS:
+                found = _read_object(text, at)
+                if found is None:
+                    return None
+                value, start, end = found
+                if LITERAL == "json":
+                    arguments = text[start:end]
+                else:
+                    arguments = json.dumps(value, ensure_ascii=False)
+                at = _close(text, end, after)
+            else:
+                read = _read_arguments(text, at, types.get(name, {}), after)
+                if read is None:
+                    return None
+                values, at = read
+                arguments = json.dumps(values, ensure_ascii=False)
+                at = _close(text, at, after)
+            if at < 0:
+                return None
+        elif hole == "index":
+            # the call's index (0, 1, ...): not kept
+            at = _skip_space(text, at)
+            start = at
+            while at < len(text) and text[at].isdigit():
+                at += 1
+            if at == start:
+                return None
+            at = _match(text, at, after)
+            if at < 0:
+                return None
+        else:
+            # the function name, or the call's id
+            at = _skip_space(text, at)
+            end = _seek(text, at, after) if after.strip() else _word_end(text, at)
+            if end < 0:
+                return None
+            word = text[at:end].strip()
+            if not _good_name(word):
+                return None
+            at = _match(text, end, after) if after.strip() else end
+            if at < 0:
+                return None
+            if hole == "name":
+                name = word if name is None else name
+            elif call_id is None:
+                call_id = word
+    return _call(name, arguments, call_id), at
+
+
+def _read_arguments(text, at, types, stop):
+    """Key/value units up to ``stop`` or the first text that does not start one:
+    (values, end), or None when a unit starts but is broken."""
+    values = {}
+    while True:
+        unit = at
+        if stop.strip() and _match(text, at, stop) >= 0:
+            return values, unit
+        if values:
+            at = _match(text, at, ARG_SEPARATOR)
+            if at < 0:
+                return values, unit
+        at = _match(text, at, ARG_KEY_PREFIX)
+        if at < 0:
+            return values, unit
+        end = _seek(text, at, ARG_KEY_END)
+        key = text[at:end].strip() if end >= 0 else ""
+        if not _good_name(key):
+            return values, unit
+        at = _match(text, end, ARG_KEY_END)
+        if ARG_VALUE_START:
+            # the key's closing text names the value's type; skip to the value
+            end = _seek(text, at, ARG_VALUE_START)
+            if end < 0:
+                return None
+            at = _match(text, end, ARG_VALUE_START)
+        if SUFFIXED_VALUES:
+            if VALUE_SUFFIX_NAMES_KEY:
+                suffix = ARG_VALUE_SUFFIX.replace(
+                    "{key}", key
+                )  # the closer repeats the key
+            else:
+                suffix = ARG_VALUE_SUFFIX
+            end = _seek(text, at, suffix)
+            if end < 0:
+                return None
+            raw = _before(text[at:end], suffix)
+            at = _match(text, end, suffix)
+            values[key] = _typed(raw, types.get(key), LITERAL)
+        elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
+            end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
+            if end < 0:
+                return None
+            raw = text[at : end + len(ARG_STRING_CLOSE)]
+            at = end + len(ARG_STRING_CLOSE)
+            try:
+                values[key] = _load(raw, LITERAL)
+            except ValueError:
+                values[key] = raw[
+                    len(ARG_STRING_OPEN) : len(raw) - len(ARG_STRING_CLOSE)
+                ]
+        else:
+            end = _value_end(text, at)
+            if end < 0:
+                return None
+            values[key] = _typed(text[at:end], types.get(key), LITERAL)
+            at = end
+        if at < 0:
+            return None
+
+
+if not JSON_CALLS:
+    _read_call = _read_tagged_call
+elif LITERAL == "json":
+    _read_call = _read_json_call
+else:
+    _read_call = _read_literal_call
+
+
+# A trigger that turns out not to start well-formed calls is content; a few more
+# occurrences are tried, so prose that quotes the marker does not hide calls after it.
+_ATTEMPTS = 8
+
+
+def _find_calls(text, types, strict):
+    """(text before the calls, calls, text after them)."""
+    if BARE_CALLS:
+        # Nothing marks a call: the whole output is calls or it is content.
+        found = _read_calls(text, _skip_space(text, 0), types)
+        if found is not None and not _trailing(text[found[1] :]):
+            return "", found[0], ""
+        return text, [], ""
+    at = 0
+    for _ in range(_ATTEMPTS):
+        at = text.find(TRIGGER, at)
+        if at < 0:
+            break
+        start = at
+        while start > 0 and text[start - 1].isspace():
+            start -= 1
+        found = _read_calls(text, start, types)
+        if found is not None:
+            calls, end = found
+            return text[:start], calls, text[end:]
+        if strict:
+            raise ValueError("malformed tool call at offset %d" % at)
+        at += len(TRIGGER)
+    return text, [], ""
+
+
+def _trailing(text):
+    """What is left after the calls once end-of-turn markers are dropped."""
+    rest = text.strip()
+    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    changed = True
+    while rest and changed:
+        changed = False
+        for marker in markers:
+            if rest.endswith(marker):
+                rest = rest[: len(rest) - len(marker)].strip()
+                changed = True
+            if rest.startswith(marker):
+                rest = rest[len(marker) :].strip()
+                changed = True
+    return rest

@@ -1,0 +1,69 @@
+"""The format slots: the constants a generated module defines at its top, from the
+typed format model (compiler/model.py). The values here are neutral defaults that
+let the runtime be imported and tested as it is; ``compiler/codegen/module.py``
+replaces every one that a module uses with the format's own, and folds the
+branches they decide.
+"""
+
+from __future__ import annotations
+
+# --- public data -------------------------------------------------------------------
+SPEC: dict = {}  # the resolved spec the module was generated from
+STOP: list[str] = []  # end-of-turn strings known literally
+TRIGGERS: list[dict] = []  # llama.cpp's grammar_triggers
+PRESERVED_TOKENS: list[str] = []
+GBNF: str = ""  # the grammar of a whole output, thinking on
+GBNF_TOOLS: str | None = None  # the grammar of the calls, from the trigger on
+_GRAMMAR_NO_THINKING: str = ""  # the grammar of a whole output, thinking off
+
+# --- reasoning ---------------------------------------------------------------------
+HAS_REASONING: bool = False  # outputs may hold a reasoning block
+REASONING_START: str = ""  # "" where no marker opens it: the output starts inside
+REASONING_END: str = ""
+OPENED_BY_PROMPT: dict[bool, bool] = {True: False, False: False}  # per enable_thinking
+
+# --- content -----------------------------------------------------------------------
+CONTENT_WRAPPED: bool = False  # a marker may open the content
+CONTENT_ALWAYS_WRAPPED: bool = False  # ... and always does
+CONTENT_START: str = ""
+CONTENT_END: str = ""
+
+# --- tool calls --------------------------------------------------------------------
+HAS_CALLS: bool = False
+BARE_CALLS: bool = False  # nothing marks a call: the whole output is calls or content
+TRIGGER: str = ""  # where calls begin
+SECTION_START: str = ""
+SECTION_END: str = ""
+CALL_START: str = ""
+CALL_END: str = ""  # after a JSON call's object
+CALL_SEPARATOR: str = ""
+END_AFTER_CALLS: list[str] = []  # end-of-turn markers of a turn with calls
+CONTENT_AFTER_CALLS: bool = False  # the template writes content after the calls
+LITERAL: str = "json"  # how values are written: "json", or "python" literals
+
+# A call written as one JSON object.
+JSON_CALLS: bool = False
+NAME_IS_KEY: bool = False  # the call is {name: arguments}
+FLAT_FIELDS: bool = True  # name, arguments and id are members of the object itself
+NAME_PATH: tuple[str, ...] = ()
+ARGUMENTS_PATH: tuple[str, ...] = ()
+ID_PATH: tuple[str, ...] = ()
+
+# A call written as text with holes: each hole and the literal after it.
+CALL_PARTS: tuple[tuple[str, str], ...] = ()
+JSON_ARGUMENTS: bool = False  # the arguments hole holds one JSON value
+TYPED_VALUES: bool = False  # key/value units, typed by the tools' JSON schemas
+ARG_KEY_PREFIX: str = ""
+ARG_KEY_END: str = ""
+ARG_VALUE_START: str = ""  # after a key's closing text that names the value's type
+ARG_VALUE_SUFFIX: str = ""
+ARG_SEPARATOR: str = ""
+ARG_STRING_OPEN: str = ""
+ARG_STRING_CLOSE: str = ""
+SUFFIXED_VALUES: bool = False  # a literal after each value marks its end
+VALUE_SUFFIX_NAMES_KEY: bool = False  # ... and repeats the key where it says {key}
+RAW_STRINGS: bool = False  # the text between the string delimiters is the value
+
+# --- grammars ----------------------------------------------------------------------
+TOOL_NAME_RULE: str = "tool-name"  # the rule tool names are limited in
+NAMES_IN_JSON: bool = False  # names are written inside JSON strings

@@ -1,0 +1,101 @@
+"""``parse``: a whole output read into an OpenAI assistant message."""
+
+from __future__ import annotations
+
+from .calls import _find_calls, _trailing
+from .format import (
+    CONTENT_AFTER_CALLS,
+    CONTENT_ALWAYS_WRAPPED,
+    CONTENT_END,
+    CONTENT_START,
+    CONTENT_WRAPPED,
+    HAS_CALLS,
+    HAS_REASONING,
+    OPENED_BY_PROMPT,
+    REASONING_END,
+    REASONING_START,
+    TRIGGER,
+    TYPED_VALUES,
+)
+from .text import _strip_stop
+from .values import _schema_types
+
+
+def _split_reasoning(text, enable_thinking, strict=False):
+    """Reasoning (or None) and the text after it. A block left open at the end of
+    the text is reasoning; an empty one is none."""
+    if REASONING_START:
+        stripped = text.lstrip()
+        if stripped.startswith(REASONING_START):
+            body = stripped[len(REASONING_START) :]
+        elif OPENED_BY_PROMPT[enable_thinking]:
+            body = text
+        elif stripped.startswith(REASONING_END):
+            # A closer with no opener: an empty block whose opener was elided
+            # (the grammar does not admit it, so strict reading refuses it).
+            if strict:
+                raise ValueError("reasoning closer with no opener at the start")
+            return None, stripped[len(REASONING_END) :]
+        else:
+            return None, text
+    else:
+        body = text  # no marker opens the block: the model starts inside it
+    end = body.find(REASONING_END)
+    if end < 0:
+        return body.strip() or None, ""
+    return body[:end].strip() or None, body[end + len(REASONING_END) :]
+
+
+def _read_content(text, strict):
+    """The content between its markers; text outside them is kept."""
+    stripped = text.lstrip()
+    if not stripped.startswith(CONTENT_START):
+        if CONTENT_ALWAYS_WRAPPED and strict and stripped:
+            raise ValueError("content does not start with %r" % CONTENT_START)
+        return text.strip()  # the opener is written only after reasoning
+    body = stripped[len(CONTENT_START) :]
+    if not CONTENT_END:
+        return body.strip()
+    end = body.find(CONTENT_END)
+    if end < 0:
+        return body.strip()
+    rest = body[end + len(CONTENT_END) :]
+    if strict and rest.strip():
+        raise ValueError("text after %r at offset %d" % (CONTENT_END, end))
+    return (body[:end] + rest).strip()
+
+
+def parse(text, *, tools=None, enable_thinking=True, strict=False):
+    """Read a model's output into an OpenAI assistant message.
+
+    Never raises on model output unless ``strict``: what fits no format is content,
+    and text after the calls is kept as content too.
+    """
+    if not isinstance(text, str):
+        raise TypeError("parse() takes the model's output as a str")
+    rest = _strip_stop(text)
+    reasoning = None
+    if HAS_REASONING:
+        reasoning, rest = _split_reasoning(rest, enable_thinking, strict)
+    tool_calls: list = []
+    after = ""
+    if HAS_CALLS:
+        types = _schema_types(tools) if TYPED_VALUES else {}
+        rest, tool_calls, after = _find_calls(rest, types, strict)
+        if tool_calls:
+            rest = _strip_stop(rest)
+    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
+    if HAS_CALLS:
+        leftover = _trailing(after)
+        if leftover:
+            # Content may follow the calls where the template writes it there; a
+            # call marker in it is a broken call, not content.
+            if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
+                raise ValueError("text after the tool calls: %r" % leftover[:40])
+            content = (content + "\n" + leftover).strip()
+    return {
+        "role": "assistant",
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": tool_calls,
+    }

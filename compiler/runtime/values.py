@@ -1,0 +1,213 @@
+"""Reading values: where a JSON (or Python) literal ends, decoding it, typing a
+tagged value by the tools' JSON schemas, and encoding text as JSON."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from .format import LITERAL
+from .text import _skip_space
+
+# A string, or what is left of one: characters other than its quote and backslash,
+# and escapes. One match jumps over it, however long.
+_STRING_REST = {
+    '"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL),
+    "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL),
+}
+_NESTED_MARK = re.compile(r"[\"'(){}\[\]]")
+_TOP_MARK = re.compile(r"[\"'(){}\[\],;\s]")
+_CLOSING = {"{": "}", "[": "]", "(": ")"}
+
+
+class _ValueEnd:
+    """Where a JSON (or Python) literal ends, read in one piece or in several:
+    strings skipped with their escapes, brackets counted. Regular expressions jump
+    to the next character that matters, so the cost is a few steps per bracket or
+    string, not per character."""
+
+    def __init__(self):
+        self.depth = []
+        self.quote = None
+        self.escaped = False
+        self.read = 0  # characters read in earlier pieces
+
+    def copy(self):
+        twin = _ValueEnd()
+        twin.depth = list(self.depth)
+        twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
+        return twin
+
+    def scan(self, text, at=0, final=True):
+        """The end of the literal in ``text`` (which goes on from earlier pieces),
+        -1 when it is broken, or None when it goes on past ``text``."""
+        depth = self.depth
+        index = at
+        size = len(text)
+        while index < size:
+            if self.quote:
+                if self.escaped:
+                    self.escaped = False
+                    index += 1
+                    continue
+                index = _STRING_REST[self.quote].match(text, index).end()
+                if index == size:
+                    break
+                if text[index] != self.quote:
+                    # a backslash that ends the piece: it escapes what comes next
+                    self.escaped = True
+                    index += 1
+                    continue
+                self.quote = None
+                index += 1
+                if not depth:
+                    return index
+                continue
+            found = (_NESTED_MARK if depth else _TOP_MARK).search(text, index)
+            if found is None:
+                index = size
+                break
+            index = found.start()
+            char = text[index]
+            if char in _CLOSING:
+                depth.append(_CLOSING[char])
+            elif char in ")]}":
+                if not depth or depth.pop() != char:
+                    return index if not depth and (index > at or self.read) else -1
+                if not depth:
+                    return index + 1
+            elif char in "\"'":
+                self.quote = char
+            else:  # whitespace or a separator after a bare literal
+                return index if index > at or self.read else -1
+            index += 1
+        self.read += size - at
+        if not final:
+            return None
+        return size if not depth and not self.quote and self.read else -1
+
+
+def _value_end(text, at):
+    """The end of the JSON or Python literal starting at ``at``, or -1."""
+    return _ValueEnd().scan(text, at)
+
+
+def _load(text, literal):
+    """The value a JSON (or, where the format writes them, Python) literal denotes;
+    ValueError when it denotes none (too deep a nesting included)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        if literal != "python":
+            raise ValueError("not a JSON value") from None
+    try:
+        return ast.literal_eval(text.strip())
+    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
+        raise ValueError(str(error)) from None
+
+
+def _typed(text, kind, literal):
+    """A tagged value: a string where the tool's schema says so, else the JSON (or
+    Python) value it spells, else the string as written."""
+    if kind == "string":
+        return text
+    try:
+        return _load(text, literal)
+    except ValueError:
+        return text
+
+
+def _schema_types(tools):
+    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
+    types = {}
+    for tool in tools or ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        parameters = function.get("parameters") or {}
+        properties = parameters.get("properties") or {}
+        types[function.get("name")] = {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return types
+
+
+_DECODE = json.JSONDecoder().raw_decode
+_SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
+# What the json module takes for whitespace between tokens.
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+# json.dumps's own string encoder, without its per-call set-up.
+_ENCODE_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def _json_text(text):
+    """``text`` as the inside of a JSON string, as ``json.dumps(...,
+    ensure_ascii=False)`` writes it (escaping is per character, so the pieces of
+    a string can be escaped one by one)."""
+    if '"' in text or "\\" in text or not text.isprintable():
+        return _ENCODE_STRING(text)[1:-1]
+    return text  # nothing in it to escape
+
+
+def _read_object(text, at):
+    """The JSON (or Python-literal) object written at ``at``, after any whitespace:
+    (value, start, end) or None."""
+    at = _skip_space(text, at)
+    if LITERAL == "json":
+        # The json module's C scanner finds the end and decodes in one pass.
+        try:
+            value, end = _DECODE(text, at)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        end = _value_end(text, at)
+        if end < 0:
+            return None
+        try:
+            value = _load(text[at:end], LITERAL)
+        except ValueError:
+            return None
+    return (value, at, end) if isinstance(value, dict) else None
+
+
+def _read_members(text, at):
+    """The JSON object written at ``at``, after any whitespace, member by member:
+    ({key: (value, start, end)}, end) or None. Knowing where each value is written
+    lets a call keep the model's own text; each value is decoded once, by the json
+    module's C scanner. A call object that repeats a key is not well-formed."""
+    at = _skip_space(text, at)
+    if not text.startswith("{", at):
+        return None
+    members = {}
+    at = _JSON_SPACE.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return members, at + 1
+    try:
+        while text.startswith('"', at):
+            key, at = _SCAN_STRING(text, at + 1)
+            if key in members:
+                return None
+            at = _JSON_SPACE.match(text, at).end()
+            if not text.startswith(":", at):
+                return None
+            start = _JSON_SPACE.match(text, at + 1).end()
+            value, at = _DECODE(text, start)
+            members[key] = (value, start, at)
+            at = _JSON_SPACE.match(text, at).end()
+            if text.startswith("}", at):
+                return members, at + 1
+            if not text.startswith(",", at):
+                return None
+            at = _JSON_SPACE.match(text, at + 1).end()
+    except (ValueError, RecursionError):
+        pass
+    return None
+
+
+def _field(value, path):
+    """The value at ``path`` (keys) inside ``value``, or None."""
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
