@@ -135,8 +135,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     reasoning = None
     reasoning, rest = _split_reasoning(rest, enable_thinking, strict)
     tool_calls: list = []
-    after = ""
+    leftover = ""
     content = rest.strip()
+    if leftover:
+        content = (content + "\n" + leftover).strip()
     return {
         "role": "assistant",
         "content": content,
@@ -164,7 +166,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = {}
+        self._types: dict = {}
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to

@@ -290,7 +290,7 @@ def _close(text, at, literal):
 
 def _read_calls(text, at, types):
     """The calls written from ``at`` on: (calls, end), or None."""
-    calls = []
+    calls: list = []
     while True:
         before = at
         if calls:
@@ -348,7 +348,7 @@ def _read_tagged_call(text, at, types):
 def _read_arguments(text, at, types, stop):
     """Key/value units up to ``stop`` or the first text that does not start one:
     (values, end), or None when a unit starts but is broken."""
-    values = {}
+    values: dict = {}
     while True:
         unit = at
         if stop.strip() and _match(text, at, stop) >= 0:
@@ -455,18 +455,18 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     reasoning = None
     reasoning, rest = _split_reasoning(rest, enable_thinking, strict)
     tool_calls: list = []
-    after = ""
-    types = _schema_types(tools)
+    leftover = ""
+    types: dict = _schema_types(tools)
     rest, tool_calls, after = _find_calls(rest, types, strict)
     if tool_calls:
         rest = _strip_stop(rest)
-    content = rest.strip()
     leftover = _trailing(after)
+    # Content may follow the calls where the template writes it there; a call
+    # marker in it is a broken call, not content.
+    if leftover and strict:
+        raise ValueError("text after the tool calls: %r" % leftover[:40])
+    content = rest.strip()
     if leftover:
-        # Content may follow the calls where the template writes it there; a
-        # call marker in it is a broken call, not content.
-        if strict:
-            raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {
         "role": "assistant",
@@ -507,7 +507,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = _schema_types(tools)
+        self._types: dict = _schema_types(tools)
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
@@ -797,7 +797,7 @@ class StreamParser:
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
         until other text follows it, so that a long run of it is read once."""
-        space = []
+        space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending

@@ -232,7 +232,7 @@ class _ValueEnd:
                     self.escaped = False
                     index += 1
                     continue
-                index = _STRING_REST[self.quote].match(text, index).end()
+                index = _STRING_REST[self.quote].match(text, index).end()  # type: ignore[union-attr]
                 if index == size:
                     break
                 if text[index] != self.quote:
@@ -319,7 +319,7 @@ def _close(text, at, literal):
 
 def _read_calls(text, at, types):
     """The calls written from ``at`` on: (calls, end), or None."""
-    calls = []
+    calls: list = []
     while True:
         before = at
         if calls:
@@ -430,18 +430,18 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     rest = _strip_stop(text)
     reasoning = None
     tool_calls: list = []
-    after = ""
-    types = {}
+    leftover = ""
+    types: dict = {}
     rest, tool_calls, after = _find_calls(rest, types, strict)
     if tool_calls:
         rest = _strip_stop(rest)
-    content = rest.strip()
     leftover = _trailing(after)
+    # Content may follow the calls where the template writes it there; a call
+    # marker in it is a broken call, not content.
+    if leftover and strict:
+        raise ValueError("text after the tool calls: %r" % leftover[:40])
+    content = rest.strip()
     if leftover:
-        # Content may follow the calls where the template writes it there; a
-        # call marker in it is a broken call, not content.
-        if strict:
-            raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {
         "role": "assistant",
@@ -478,7 +478,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = {}
+        self._types: dict = {}
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
@@ -733,7 +733,7 @@ class StreamParser:
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
         until other text follows it, so that a long run of it is read once."""
-        space = []
+        space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending

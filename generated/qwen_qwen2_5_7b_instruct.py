@@ -228,7 +228,7 @@ class _ValueEnd:
                     self.escaped = False
                     index += 1
                     continue
-                index = _STRING_REST[self.quote].match(text, index).end()
+                index = _STRING_REST[self.quote].match(text, index).end()  # type: ignore[union-attr]
                 if index == size:
                     break
                 if text[index] != self.quote:
@@ -271,7 +271,8 @@ _DECODE = json.JSONDecoder().raw_decode
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-# What the json module takes for whitespace between tokens.
+# What the json module takes for whitespace between tokens (it always matches, if
+# only the empty string).
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -283,8 +284,8 @@ def _read_members(text, at):
     at = _skip_space(text, at)
     if not text.startswith("{", at):
         return None
-    members = {}
-    at = _JSON_SPACE.match(text, at + 1).end()
+    members: dict = {}
+    at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
     if text.startswith("}", at):
         return members, at + 1
     try:
@@ -292,18 +293,18 @@ def _read_members(text, at):
             key, at = _SCAN_STRING(text, at + 1)
             if key in members:
                 return None
-            at = _JSON_SPACE.match(text, at).end()
+            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
             if not text.startswith(":", at):
                 return None
-            start = _JSON_SPACE.match(text, at + 1).end()
+            start = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
             value, at = _DECODE(text, start)
             members[key] = (value, start, at)
-            at = _JSON_SPACE.match(text, at).end()
+            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
             if text.startswith("}", at):
                 return members, at + 1
             if not text.startswith(",", at):
                 return None
-            at = _JSON_SPACE.match(text, at + 1).end()
+            at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
     except (ValueError, RecursionError):
         pass
     return None
@@ -339,7 +340,7 @@ def _close(text, at, literal):
 
 def _read_calls(text, at, types):
     """The calls written from ``at`` on: (calls, end), or None."""
-    calls = []
+    calls: list = []
     while True:
         before = at
         if calls:
@@ -476,18 +477,18 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     rest = _strip_stop(text)
     reasoning = None
     tool_calls: list = []
-    after = ""
-    types = {}
+    leftover = ""
+    types: dict = {}
     rest, tool_calls, after = _find_calls(rest, types, strict)
     if tool_calls:
         rest = _strip_stop(rest)
-    content = rest.strip()
     leftover = _trailing(after)
+    # Content may follow the calls where the template writes it there; a call
+    # marker in it is a broken call, not content.
+    if leftover and strict:
+        raise ValueError("text after the tool calls: %r" % leftover[:40])
+    content = rest.strip()
     if leftover:
-        # Content may follow the calls where the template writes it there; a
-        # call marker in it is a broken call, not content.
-        if strict:
-            raise ValueError("text after the tool calls: %r" % leftover[:40])
         content = (content + "\n" + leftover).strip()
     return {
         "role": "assistant",
@@ -528,7 +529,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = {}
+        self._types: dict = {}
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
@@ -783,7 +784,7 @@ class StreamParser:
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
         until other text follows it, so that a long run of it is read once."""
-        space = []
+        space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending
@@ -882,7 +883,7 @@ class StreamParser:
     def _json_space(self):
         """Skip the whitespace JSON allows between tokens."""
         while True:
-            self._consume(_JSON_SPACE.match(self._pending).end())
+            self._consume(_JSON_SPACE.match(self._pending).end())  # type: ignore[union-attr]
             if self._pending or self._eof:
                 return
             yield
@@ -950,7 +951,7 @@ class StreamParser:
             raise _Broken
         self._consume(1)
         yield from self._json_space()
-        members = set()
+        members: set = set()
         name = call_id = None
         opened = False
         while (yield from self._next_char()) != "}":
@@ -981,9 +982,9 @@ class StreamParser:
                 self._open_call(index, name, call_id)
                 opened = True
             text = yield from self._json_value(index if early else None)
-            members.add(key)
             if key == NAME_PATH[0]:
                 name = _decoded(text)
+            members.add(key)
             yield from self._json_space()
         self._consume(1)
         found = _read_call(CALL_START + "".join(self._raw[mark:]), 0, self._types)

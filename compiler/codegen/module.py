@@ -69,11 +69,15 @@ class Generated:
 
 @dataclass(frozen=True)
 class _Unit:
-    """One top-level statement of the runtime, with the comments written above it."""
+    """One top-level statement of the runtime, with the comments written above it; a
+    class is its head (the class line, docstring and attributes) and its methods, each
+    a unit of its own written at top level, so that each is folded and formatted
+    apart."""
 
     text: str
     defines: frozenset[str]
     slots: frozenset[str]  # the format constants it reads
+    methods: tuple[_Unit, ...] = ()
 
 
 def _names_defined(node: ast.stmt) -> set[str]:
@@ -97,10 +101,44 @@ def _slot_declarations() -> dict[str, str]:
     }
 
 
+def _first_line(lines: list[str], node: ast.stmt) -> int:
+    """Where a statement's text begins: its decorators and the comments above it."""
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    while first > 1 and lines[first - 2].lstrip().startswith("#"):
+        first -= 1
+    return first
+
+
+def _slots_read(node: ast.AST) -> frozenset[str]:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return frozenset(names & set(_slot_declarations()))
+
+
+def _class_unit(lines: list[str], node: ast.ClassDef) -> _Unit:
+    methods = [item for item in node.body if isinstance(item, ast.FunctionDef)]
+    if not methods or any(
+        not isinstance(item, ast.FunctionDef) for item in node.body[node.body.index(methods[0]) :]
+    ):
+        raise ValueError(f"runtime class {node.name}: methods must come last")
+    head_end = _first_line(lines, methods[0]) - 1
+    head = "".join(lines[_first_line(lines, node) - 1 : head_end]).rstrip("\n") + "\n"
+    units = []
+    for method in methods:
+        text = "".join(lines[_first_line(lines, method) - 1 : method.end_lineno])
+        dedented = "".join(
+            line[4:] if line.strip() else line.lstrip(" ")
+            for line in text.splitlines(keepends=True)
+        )
+        units.append(_Unit(dedented, frozenset({method.name}), _slots_read(method)))
+    head_slots = _slots_read(
+        ast.Module(body=node.body[: node.body.index(methods[0])], type_ignores=[])
+    )
+    return _Unit(head, frozenset({node.name}), head_slots, tuple(units))
+
+
 @functools.cache
 def runtime_units() -> tuple[_Unit, ...]:
     """Every top-level definition of the runtime modules, in writing order."""
-    declared = set(_slot_declarations())
     units = []
     for name in RUNTIME_MODULES:
         text = (RUNTIME / f"{name}.py").read_text(encoding="utf-8")
@@ -111,12 +149,13 @@ def runtime_units() -> tuple[_Unit, ...]:
                 continue
             if not position and isinstance(node, ast.Expr):
                 continue  # the module's docstring
-            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            while first > 1 and lines[first - 2].lstrip().startswith("#"):
-                first -= 1
-            source = "".join(lines[first - 1 : node.end_lineno])
-            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & declared
-            units.append(_Unit(source, frozenset(_names_defined(node)), frozenset(used)))
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(item, ast.FunctionDef) for item in node.body
+            ):
+                units.append(_class_unit(lines, node))
+                continue
+            source = "".join(lines[_first_line(lines, node) - 1 : node.end_lineno])
+            units.append(_Unit(source, frozenset(_names_defined(node)), _slots_read(node)))
     return tuple(units)
 
 
@@ -186,9 +225,13 @@ def slots(fmt: models.Format) -> dict[str, Any]:
     return values
 
 
+# A method is formatted at top level with four columns less, then indented.
+_METHOD_MODE = black.Mode(line_length=84, target_versions={black.TargetVersion.PY311})
+
+
 @functools.lru_cache(maxsize=4096)
-def _formatted(text: str) -> str:
-    return black.format_str(text, mode=_MODE)
+def _formatted(text: str, method: bool = False) -> str:
+    return black.format_str(text, mode=_METHOD_MODE if method else _MODE)
 
 
 # (unit, the values of the constants it reads) → its specialized text: the folding
@@ -196,21 +239,22 @@ def _formatted(text: str) -> str:
 _SPECIALIZED: dict[tuple, str] = {}
 
 
-def _specialized(unit: _Unit, values: dict[str, Any]) -> str:
+def _specialized(unit: _Unit, values: dict[str, Any], method: bool = False) -> str:
     """A unit's text with the branches the format's constants decide folded."""
     key = (unit, tuple(sorted((name, _frozen(values[name])) for name in unit.slots)))
     text = _SPECIALIZED.get(key)
     if text is None:
         folded = fold(unit.text, {name: values[name] for name in unit.slots})
-        text = _SPECIALIZED[key] = unit.text if folded == unit.text else _formatted(folded)
+        text = unit.text if folded == unit.text else _formatted(folded, method)
+        _SPECIALIZED[key] = text
     return text
 
 
-def _references(text: str) -> tuple[set[str], set[str]]:
+@functools.lru_cache(maxsize=8192)
+def _references(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(names read, attributes of ``self`` read) in ``text``."""
-    tree = ast.parse(text)
     names, attributes = set(), set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             names.add(node.id)
         elif (
@@ -219,40 +263,33 @@ def _references(text: str) -> tuple[set[str], set[str]]:
             and node.value.id == "self"
         ):
             attributes.add(node.attr)
-    return names, attributes
+    return frozenset(names), frozenset(attributes)
 
 
-def _prune_methods(text: str) -> str:
-    """A class's text less the private methods no kept method calls."""
-    lines = text.splitlines(keepends=True)
-    (cls,) = ast.parse(text).body
-    assert isinstance(cls, ast.ClassDef)
-    methods = {node.name: node for node in cls.body if isinstance(node, ast.FunctionDef)}
+def _class_text(unit: _Unit, values: dict[str, Any]) -> str:
+    """A class with its methods specialized, less the private ones no kept method
+    calls."""
+    methods = {
+        next(iter(method.defines)): _specialized(method, values, method=True)
+        for method in unit.methods
+    }
     kept = {name for name in methods if not name.startswith("_") or name.startswith("__")}
     work = list(kept)
     while work:
-        node = methods[work.pop()]
-        _, attributes = _references(ast.get_source_segment(text, node) or "")
-        for name in attributes & set(methods) - kept:
+        for name in _references(methods[work.pop()])[1] & set(methods) - kept:
             kept.add(name)
             work.append(name)
-    dropped = [node for name, node in methods.items() if name not in kept]
-    for node in sorted(dropped, key=lambda n: n.lineno, reverse=True):
-        first, last = node.lineno, node.end_lineno or node.lineno
-        while first > 1 and lines[first - 2].lstrip().startswith("#"):
-            first -= 1
-        if last < len(lines) and not lines[last].strip():
-            last += 1  # the blank line after it
-        del lines[first - 1 : last]
-    return "".join(lines)
+    bodies = [
+        "".join("    " + line if line.strip() else line for line in text.splitlines(keepends=True))
+        for name, text in methods.items()
+        if name in kept
+    ]
+    return unit.text + "\n" + "\n".join(bodies)
 
 
 def _reachable(units: list[tuple[str, frozenset[str]]]) -> list[str]:
     """The texts of the units that the public names reach, in their order."""
-    references = []
-    for text, _ in units:
-        names, _ = _references(text)
-        references.append(names)
+    references = [_references(text)[0] for text, _ in units]
     kept: set[int] = set()
     wanted = set(PUBLIC)
     changed = True
@@ -303,12 +340,10 @@ def generate(fmt: models.Format) -> Generated:
     values = slots(fmt)
     units = []
     for unit in runtime_units():
-        text = _specialized(unit, values)
-        if text.startswith("class ") or "\nclass " in text:
-            text = _prune_methods(text)
+        text = _class_text(unit, values) if unit.methods else _specialized(unit, values)
         units.append((text, unit.defines))
     body = _reachable(units)
-    used = set()
+    used: set[str] = set()
     for text in body:
         used |= _references(text)[0]
     used |= set(PUBLIC)

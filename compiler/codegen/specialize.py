@@ -293,7 +293,7 @@ def _unroll(loop: ast.For, items: Any, source: _Source) -> str | None:
     block = _Source(b"".join(source.block(body_first, body_last, 4)).decode("utf-8"))
     lines: list[bytes] = []
     for item in items:
-        values = dict(zip(names, item if len(names) > 1 else (item,)))
+        values = dict(zip(names, item if len(names) > 1 else (item,), strict=False))
         if len(values) != len(names):
             return None
         copy = _Source(b"".join(block.lines).decode("utf-8"))

@@ -66,7 +66,7 @@ def _read_calls(text, at, types):
         at = _match(text, at, SECTION_START)
         if at < 0:
             return None
-    calls = []
+    calls: list = []
     while True:
         before = at
         if calls:
@@ -251,7 +251,7 @@ def _read_tagged_call(text, at, types):
 def _read_arguments(text, at, types, stop):
     """Key/value units up to ``stop`` or the first text that does not start one:
     (values, end), or None when a unit starts but is broken."""
-    values = {}
+    values: dict = {}
     while True:
         unit = at
         if stop.strip() and _match(text, at, stop) >= 0:

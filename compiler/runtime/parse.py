@@ -78,21 +78,24 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if HAS_REASONING:
         reasoning, rest = _split_reasoning(rest, enable_thinking, strict)
     tool_calls: list = []
-    after = ""
+    leftover = ""
     if HAS_CALLS:
-        types = _schema_types(tools) if TYPED_VALUES else {}
+        types: dict = _schema_types(tools) if TYPED_VALUES else {}
         rest, tool_calls, after = _find_calls(rest, types, strict)
         if tool_calls:
             rest = _strip_stop(rest)
-    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
-    if HAS_CALLS:
         leftover = _trailing(after)
-        if leftover:
-            # Content may follow the calls where the template writes it there; a
-            # call marker in it is a broken call, not content.
-            if strict and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover):
-                raise ValueError("text after the tool calls: %r" % leftover[:40])
-            content = (content + "\n" + leftover).strip()
+        # Content may follow the calls where the template writes it there; a call
+        # marker in it is a broken call, not content.
+        if (
+            leftover
+            and strict
+            and not (CONTENT_AFTER_CALLS and TRIGGER not in leftover)
+        ):
+            raise ValueError("text after the tool calls: %r" % leftover[:40])
+    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
+    if leftover:
+        content = (content + "\n" + leftover).strip()
     return {
         "role": "assistant",
         "content": content,

@@ -114,7 +114,7 @@ class StreamParser:
 
     def __init__(self, *, tools=None, enable_thinking=True):
         self._thinking = bool(enable_thinking)
-        self._types = _schema_types(tools) if TYPED_VALUES else {}
+        self._types: dict = _schema_types(tools) if TYPED_VALUES else {}
         self._pending = ""  # text read but not yet settled
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
@@ -475,7 +475,7 @@ class StreamParser:
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
         until other text follows it, so that a long run of it is read once."""
-        space = []
+        space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending
@@ -637,7 +637,7 @@ class StreamParser:
     def _json_space(self):
         """Skip the whitespace JSON allows between tokens."""
         while True:
-            self._consume(_JSON_SPACE.match(self._pending).end())
+            self._consume(_JSON_SPACE.match(self._pending).end())  # type: ignore[union-attr]
             if self._pending or self._eof:
                 return
             yield
@@ -721,7 +721,7 @@ class StreamParser:
             raise _Broken
         self._consume(1)
         yield from self._json_space()
-        members = set()
+        members: set = set()
         name = call_id = None
         opened = False
         while (yield from self._next_char()) != "}":
@@ -757,14 +757,16 @@ class StreamParser:
             if early:
                 self._open_call(index, name, call_id)
                 opened = True
-            text = yield from self._json_value(index if early else None)
-            members.add(key)
-            if not NAME_IS_KEY:
+            if NAME_IS_KEY:
+                yield from self._json_value(index if early else None)
+            else:
+                text = yield from self._json_value(index if early else None)
                 if key == NAME_PATH[0]:
                     name = _decoded(text)
                 elif ID_PATH and key == ID_PATH[0]:
                     call_id = _decoded(text)
                     call_id = call_id if isinstance(call_id, str) else None
+            members.add(key)
             yield from self._json_space()
         self._consume(1)
         found = _read_call(CALL_START + "".join(self._raw[mark:]), 0, self._types)

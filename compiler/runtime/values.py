@@ -51,7 +51,7 @@ class _ValueEnd:
                     self.escaped = False
                     index += 1
                     continue
-                index = _STRING_REST[self.quote].match(text, index).end()
+                index = _STRING_REST[self.quote].match(text, index).end()  # type: ignore[union-attr]
                 if index == size:
                     break
                 if text[index] != self.quote:
@@ -134,7 +134,8 @@ def _schema_types(tools):
 
 _DECODE = json.JSONDecoder().raw_decode
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
-# What the json module takes for whitespace between tokens.
+# What the json module takes for whitespace between tokens (it always matches, if
+# only the empty string).
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 # json.dumps's own string encoder, without its per-call set-up.
 _ENCODE_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]
@@ -178,8 +179,8 @@ def _read_members(text, at):
     at = _skip_space(text, at)
     if not text.startswith("{", at):
         return None
-    members = {}
-    at = _JSON_SPACE.match(text, at + 1).end()
+    members: dict = {}
+    at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
     if text.startswith("}", at):
         return members, at + 1
     try:
@@ -187,18 +188,18 @@ def _read_members(text, at):
             key, at = _SCAN_STRING(text, at + 1)
             if key in members:
                 return None
-            at = _JSON_SPACE.match(text, at).end()
+            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
             if not text.startswith(":", at):
                 return None
-            start = _JSON_SPACE.match(text, at + 1).end()
+            start = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
             value, at = _DECODE(text, start)
             members[key] = (value, start, at)
-            at = _JSON_SPACE.match(text, at).end()
+            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
             if text.startswith("}", at):
                 return members, at + 1
             if not text.startswith(",", at):
                 return None
-            at = _JSON_SPACE.match(text, at + 1).end()
+            at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
     except (ValueError, RecursionError):
         pass
     return None
