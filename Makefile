@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs check test bench clean
+.PHONY: all templates specs check test lint bench clean
 
 all: specs
 
@@ -27,6 +27,11 @@ check: templates
 
 test: templates
 	$(PY) -m pytest -q
+
+# Ruff (pyflakes, bugbear) and mypy; versions pinned in the test extra.
+lint: $(STAMP)
+	$(PY) -m ruff check compiler generated tests
+	$(PY) -m mypy compiler generated
 
 # The benchmark compares with Hugging Face transformers, installed only here, in a
 # virtualenv of its own: `make bench BENCH_ARGS=--json` for JSON, `--check` to fail when

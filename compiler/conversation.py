@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import samples
-from .render import ChatTemplate, RenderError, RenderLimitExceeded, TemplateRaised
+from .render import ChatTemplate, RenderError, RenderLimitExceeded
 
 
 def to_tool_shape(tool: dict, shape: str) -> dict:

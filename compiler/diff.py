@@ -35,7 +35,7 @@ def is_marker(token: str) -> bool:
 def common_prefix_length(left: str, right: str) -> int:
     """Length of the longest common prefix that ends on a token boundary of both."""
     size = 0
-    for a, b in zip(tokens(left), tokens(right)):
+    for a, b in zip(tokens(left), tokens(right), strict=False):  # to the shorter
         if a != b:
             break
         size += len(a)
@@ -44,7 +44,7 @@ def common_prefix_length(left: str, right: str) -> int:
 
 def common_suffix_length(left: str, right: str) -> int:
     size = 0
-    for a, b in zip(reversed(tokens(left)), reversed(tokens(right))):
+    for a, b in zip(reversed(tokens(left)), reversed(tokens(right)), strict=False):
         if a != b:
             break
         size += len(a)

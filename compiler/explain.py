@@ -42,7 +42,7 @@ def _decision(number: int, item: Evidence | str, context: int) -> str:
     renders = [(tag, render) for tag, render in (("A", item.left), ("B", item.right)) if render]
     for tag, render in renders:
         lines.append(f"{INDENT}{tag} = {render.label} ({len(render.text)} characters)")
-    if len(renders) == 2:
+    if item.left and item.right:  # both renders shown
         lines += _diff(item.left, item.right, context)
     elif len(renders) == 1:
         tag, render = renders[0]

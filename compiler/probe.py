@@ -7,6 +7,7 @@ template that raises on a variant cannot express it. Nothing here knows any mode
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from . import samples
 from .conversation import Conversation
@@ -85,7 +86,8 @@ def reasoning_message(field_name: str | None, reasoning: str, content: str) -> d
     return {"role": "assistant", "content": content, field_name: reasoning}
 
 
-def _contains(render: str | None, *needles: str) -> bool:
+def _contains(render: str | None, *needles: str) -> TypeGuard[str]:
+    """Whether the render exists and holds every needle (then it is a str)."""
     return render is not None and all(needle in render for needle in needles)
 
 

@@ -15,6 +15,7 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +114,19 @@ def _explain(error: jsonschema.ValidationError) -> tuple[list, str]:
     """The path to report and what is wrong there, pointing at the offending key itself."""
     path = list(error.absolute_path)
     instance = error.instance
-    if error.validator == "additionalProperties" and isinstance(instance, dict):
-        allowed = list(error.schema.get("properties", {}))
+    schema = error.schema
+    if (
+        error.validator == "additionalProperties"
+        and isinstance(instance, dict)
+        and isinstance(schema, Mapping)
+    ):
+        allowed = list(schema.get("properties", {}))
         extra = [key for key in instance if key not in allowed]
         if extra:
             return path + [extra[0]], f"unknown key; allowed keys: {', '.join(allowed)}"
-    if error.validator == "required" and isinstance(instance, dict):
-        missing = [key for key in error.validator_value if key not in instance]
+    required = error.validator_value
+    if error.validator == "required" and isinstance(instance, dict) and isinstance(required, list):
+        missing = [key for key in required if key not in instance]
         if missing:
             return path + [missing[0]], "required key is missing"
     if error.validator == "type":
@@ -275,7 +282,7 @@ def read_overrides(path: str | Path) -> list:
     return overrides
 
 
-def apply_overrides(body: dict, overrides: list, origin: str) -> tuple[dict, list[str]]:
+def apply_overrides(body: dict, overrides: object, origin: str) -> tuple[dict, list[str]]:
     """A deep copy of ``body`` with each override applied in order, and notes for review.
 
     A note is made for every override that sets what the analysis already produces, so

@@ -23,7 +23,7 @@ KIND_SETS = {"content": rt.CONTENT_KINDS, "tools": rt.TOOL_KINDS, "all": rt.ALL_
 
 def measure(slugs, kinds):
     """[(slug, kind, case or None, passed or None, explanation or None)]."""
-    rows = []
+    rows: list[tuple[str, rt.Kind, rt.Case | None, bool | None, str | None]] = []
     for slug in slugs:
         for kind in kinds:
             case = rt.make_case(slug, kind)
@@ -49,9 +49,9 @@ def _figure(passed: int, total: int) -> str:
 
 
 def report(rows, kinds, out=sys.stdout, show_failures=False) -> tuple[int, int]:
-    by_kind = defaultdict(lambda: [0, 0])
-    by_slug = defaultdict(lambda: [0, 0])
-    marks = defaultdict(str)
+    by_kind: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_slug: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+    marks: defaultdict[str, str] = defaultdict(str)
     for slug, kind, case, passed, _ in rows:
         if case is None:
             marks[slug] += "."

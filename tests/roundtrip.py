@@ -576,7 +576,7 @@ def _calls_differ(case: Case, parsed_calls) -> str | None:
         return "tool_calls is not a list"
     if len(parsed_calls) != len(want):
         return f"{len(parsed_calls)} tool calls, expected {len(want)}"
-    for index, (got, expected) in enumerate(zip(parsed_calls, want)):
+    for index, (got, expected) in enumerate(zip(parsed_calls, want, strict=True)):
         if not isinstance(got, dict) or not isinstance(got.get("function"), dict):
             return f"call {index}: not an OpenAI tool call"
         function = got["function"]
@@ -630,6 +630,7 @@ def _rerender(case: Case, parsed: dict) -> str | None:
     """The parsed message rendered after the history as the case was; None on failure."""
     spec = load_spec(case.slug)
     template = template_for(spec)
+    assert template is not None  # the case was rendered with it
     calls = []
     try:
         for index, got in enumerate(parsed.get("tool_calls") or []):

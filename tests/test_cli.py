@@ -121,6 +121,7 @@ def add_override(spec_path: str, entry_yaml: str) -> None:
 
 def load_module(path: str):
     spec = importlib.util.spec_from_file_location(f"parser_{abs(hash(path))}", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

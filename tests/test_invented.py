@@ -36,6 +36,7 @@ def _parsers(out):
         if name.endswith(".py") and name != "__init__.py":
             slug = name[:-3]
             spec = importlib.util.spec_from_file_location(f"invented_{slug}", folder / name)
+            assert spec is not None and spec.loader is not None, name
             parser = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(parser)
             parsers[slug] = parser

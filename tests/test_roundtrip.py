@@ -294,7 +294,7 @@ def test_generated_arguments_round_trip(slug):
     if slug not in rt.slugs():
         pytest.skip("no spec")
 
-    phases = (Phase.explicit, Phase.reuse, Phase.generate)
+    phases: tuple[Phase, ...] = (Phase.explicit, Phase.reuse, Phase.generate)
     if TOOL_CALLS_READY:
         phases += (Phase.shrink,)
 
@@ -309,6 +309,7 @@ def test_generated_arguments_round_trip(slug):
         kind = rt.Kind("generated_arguments", "", calls=(("save_record", arguments),))
         case = rt.build_case(slug, kind)
         assume(case is not None)
+        assert case is not None  # assume() rejected the example otherwise
         passed, why = rt.check(case)
         assert passed, why
 

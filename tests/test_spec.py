@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import jsonschema
 import pytest
@@ -16,7 +17,7 @@ from compiler.spec import HEADER, SpecError, apply_overrides, dump, load, read_o
 ORIGIN = "specs/foo.yaml"
 
 # A real analysis body (compiler.analyze), as the build receives it.
-BODY = {
+BODY: dict[str, Any] = {
     "capabilities": {
         "system_role": True,
         "tools": True,
@@ -59,7 +60,7 @@ BODY = {
 }
 
 # Every tools section filled in, as the tool-call analysis will write it.
-TOOLS = {
+TOOLS: dict[str, Any] = {
     "format": "tagged",
     "section": {"start": None, "end": None},
     "call": {

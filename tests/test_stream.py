@@ -12,6 +12,7 @@ import collections
 import functools
 import random
 import re
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +26,9 @@ CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.ALL_KINDS]
 
 def merge(deltas: list[dict]) -> dict:
     """The message a client builds from the deltas."""
-    message = {"role": "assistant", "content": "", "reasoning_content": None, "tool_calls": []}
+    message: dict[str, Any] = {
+        "role": "assistant", "content": "", "reasoning_content": None, "tool_calls": []
+    }
     for delta in deltas:
         if "content" in delta:
             message["content"] += delta["content"]
@@ -133,7 +136,7 @@ def test_stream_is_incremental(slug, kind):
     assert len(early["tool_calls"]) == len(whole["tool_calls"]), "a call sent only at finish()"
     late = len(whole["content"]) - len(early["content"])
     late += len(whole["reasoning_content"] or "") - len(early["reasoning_content"] or "")
-    for before, after in zip(early["tool_calls"], whole["tool_calls"]):
+    for before, after in zip(early["tool_calls"], whole["tool_calls"], strict=True):
         late += len(after["function"]["arguments"]) - len(before["function"]["arguments"])
     assert late <= longest, f"finish() sent {late} characters"
 

@@ -17,6 +17,7 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -183,7 +184,8 @@ def figures(slugs=None) -> dict:
                 marks = "".join(
                     mark if ok else "-"
                     for mark, ok in zip("ATRr", (result.accepted, result.accepted_from_trigger,
-                                                 result.rejected, result.rejected_from_trigger))  # fmt: skip
+                                                 result.rejected, result.rejected_from_trigger),
+                                         strict=True)  # fmt: skip
                 )
                 known = " (known round-trip failure)" if (slug, kind.name) in KNOWN_FAILURES else ""
                 failing[slug].append(f"{kind.name} {marks}{known}")
@@ -340,7 +342,9 @@ def test_module_functions_match_the_generator(slug):
     fmt = format_of(slug)
     assert fmt.calls is not None
     assert module.GBNF_TOOLS == module.tool_call_grammar() == gbnf.build_tool_calls(fmt)
-    tools = [{"type": "function", "function": {"name": name}} for name in HOSTILE_NAMES]
+    tools: list[object] = [
+        {"type": "function", "function": {"name": name}} for name in HOSTILE_NAMES
+    ]
     tools += [{"name": "get_weather"}, "not a tool", {"function": {"name": 7}}]
     for thinking in (True, False):
         limited = module.grammar(tools=tools, enable_thinking=thinking)
@@ -385,7 +389,7 @@ def test_json_call_fields_in_any_order():
     module = rt.module("qwen_qwen2_5_7b_instruct")
     grammar = module.grammar(tools=[rt.TOOLS["get_weather"]])
     arguments = {"city": "Tokyo"}
-    accepted = [
+    accepted: list[dict[str, Any]] = [
         {"name": "get_weather", "arguments": arguments},
         {"arguments": arguments, "name": "get_weather"},
         {"id": "x", "arguments": arguments, "extra": [1, {"a": None}], "name": "get_weather"},
@@ -393,7 +397,7 @@ def test_json_call_fields_in_any_order():
     ]
     for fields in accepted:
         assert accepts(grammar, _call(fields)), why_rejected(grammar, _call(fields))
-    refused = [
+    refused: list[dict[str, Any]] = [
         {"name": "get_weather"},
         {"arguments": arguments},
         {"name": "get_time", "arguments": arguments},
@@ -421,6 +425,7 @@ def test_content_never_starts_like_a_call(slug):
     """Where a pattern over the whole output is the trigger, content is text that the
     pattern does not match (else a call whose closing is broken would pass as content)."""
     shape = whole_output_shape(format_of(slug).calls)
+    assert shape is not None, "a whole-output trigger without a shape"
     pattern = re.compile(regex(shape) + ")")
     grammar = f"root ::= {gbnf._not_starting_with(shape)}\nany ::= {gbnf.ANY_CHAR}*\n"
     for size in range(5):

@@ -16,6 +16,7 @@ from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER, ChatTemplate
 from . import content as content_analysis
 from . import reasoning as reasoning_analysis
 from . import tools as tools_analysis
+from .evidence import Evidence
 from .observe import observe
 
 LONG_MARKER = 64
@@ -24,7 +25,7 @@ LONG_MARKER = 64
 @dataclass
 class Analysis:
     body: dict
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
     review: list[dict] = field(default_factory=list)
 
 

@@ -18,6 +18,7 @@ spec is a slice of a render.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -428,7 +429,7 @@ def _tagged_call(unit: str, second: str | None, renders: _Renders, where, result
     if second is not None:
         holes += _index_holes(unit, second, holes)
     holes.sort(key=lambda hole: hole.start)
-    for before, after in zip(holes, holes[1:]):
+    for before, after in itertools.pairwise(holes):
         if after.start < before.end:
             raise NotUnderstood("the call's parts overlap")
     parts = []
@@ -463,7 +464,9 @@ def _call_text(renders: _Renders, arguments: dict, where, unit: str, one_block: 
     turn = renders.turn(renders.call(arguments=arguments))
     if turn is None:
         return None
-    block = _calls_block(prompt, renders.turn(), turn, reasoning_markers)
+    empty = renders.turn()
+    assert empty is not None  # rendered before, in _analyze
+    block = _calls_block(prompt, empty, turn, reasoning_markers)
     at = one_block.find(unit)
     head, tail = one_block[:at], one_block[at + len(unit) :]
     if at < 0 or not (block.startswith(head) and block.endswith(tail)):
@@ -473,7 +476,9 @@ def _call_text(renders: _Renders, arguments: dict, where, unit: str, one_block: 
 
 def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict, tuple[int, int]]:
     prompt, reasoning_markers = where
-    one_block = _calls_block(prompt, renders.turn(), renders.turn(renders.call()), reasoning_markers)
+    empty, one = renders.turn(), renders.turn(renders.call())
+    assert empty is not None and one is not None  # rendered before, in _analyze
+    one_block = _calls_block(prompt, empty, one, reasoning_markers)
     wide = _call_text(renders, WIDE, where, unit, one_block)
     if wide is None:
         raise NotUnderstood("a call with two arguments does not render alike")
@@ -484,7 +489,7 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
         Evidence(
             f"tools.arguments: unit {found.unit!r}, separator {found.separator!r}",
             "a call with two arguments repeats the one argument's text",
-            Render("assistant turn, one call with one argument", renders.turn(renders.call())),
+            Render("assistant turn, one call with one argument", one),
             Render("assistant turn, one call with two arguments", wide),
         )
     )
@@ -500,7 +505,7 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
     if names_key:
         # The value's closing tag repeats the key (<key>value</key>).
         value_suffix = value_suffix.replace(samples.ARGUMENT, KEY_SLOT)
-    arguments = {
+    arguments: dict[str, str | bool] = {
         "encoding": "tagged",
         "key_prefix": key_prefix,
         "key_end": key_suffix,

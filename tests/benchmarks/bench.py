@@ -34,6 +34,7 @@ import os
 import platform
 import sys
 import time
+from typing import Any
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found"
 
@@ -78,7 +79,7 @@ def best_call(call, budget: float) -> float:
     least 5 ms, and samples are taken (three at least) until ``budget`` seconds pass."""
     number = 1
     while True:
-        sample = _timed(lambda: [call() for _ in range(number)])
+        sample = _timed(lambda number=number: [call() for _ in range(number)])
         if sample >= 0.005 or number >= 1 << 20:
             break
         number *= 2
@@ -119,7 +120,9 @@ def best_stream(make, chunks: list[str], close: str, budget: float) -> float:
 
 def merge_deltas(deltas: list[dict]) -> dict:
     """The message a client builds from OpenAI stream deltas."""
-    content, reasoning, calls = [], None, {}
+    content: list[str] = []
+    reasoning: str | None = None
+    calls: dict[int, dict] = {}
     for delta in deltas:
         if delta.get("content") is not None:
             content.append(delta["content"])
@@ -194,12 +197,13 @@ def measure(label: str, slug: str, size: int, chunk: int, budget: float) -> dict
         return parse_response(out.text, template, prefix="", tools=out.tools)
 
     def ours_stream():
+        assert stream_parser is not None  # timed only when the module has one
         return stream_parser(tools=out.tools, enable_thinking=True)
 
     def hf_stream():
         return ResponseParser(template, prefix="", tools=out.tools)
 
-    row = {
+    row: dict[str, Any] = {
         "format": label,
         "slug": slug,
         "size": size,
@@ -384,7 +388,7 @@ def table(rows: list[dict], chunk: int) -> str:
     def line(cells):
         return "  ".join(
             cell.ljust(width) if i < 2 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths))
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
         )
 
     lines = [line(head), "  ".join("-" * width for width in widths)]

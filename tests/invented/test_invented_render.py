@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -25,7 +25,7 @@ INPUTS = RenderInputs("<s>", "</s>", {})
 
 SYSTEM = "You are a test assistant. Be brief."
 USER = "What is the weather in Paris?"
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "Current weather for a city.",
         "parameters": {"type": "object", "required": ["city"], "properties": {
@@ -62,7 +62,7 @@ def call(name, args, index=1, *, as_string=False):
             "function": {"name": name, "arguments": arguments}}
 
 
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "content": {"content": "The weather is fine."},
     "content_markup": {"content": "Result:\n```python\nprint({'a': 1})\n```\n<b>bold</b> & [x] {y}"},
     "one_call": {"content": None, "tool_calls": [call("get_weather", WEATHER)]},
@@ -169,6 +169,7 @@ def _kwargs(text: str) -> dict:
     decoder, args, at = json.JSONDecoder(), {}, 0
     while at < len(text):
         key = re.compile(r"(\w+)=").match(text, at)
+        assert key is not None, f"no key at {text[at:]!r}"
         value, at = decoder.raw_decode(text, key.end())
         args[key[1]] = value
         if text.startswith(", ", at):
@@ -213,7 +214,9 @@ def decode_numbered(text, thinking):
         lines = m[1].removesuffix("\n").split("\n")
         out = []
         for number, line in enumerate(lines, 1):
-            index, name, args = re.fullmatch(r"(\d+)\. (\S+) (.*)", line).groups()
+            numbered = re.fullmatch(r"(\d+)\. (\S+) (.*)", line)
+            assert numbered is not None, f"not a numbered call: {line!r}"
+            index, name, args = numbered.groups()
             assert int(index) == number
             out.append((None, name, json.loads(args)))
         return out
@@ -312,7 +315,9 @@ def test_round_trip(path, case, thinking):
 def test_decoder_notices_a_changed_value(path):
     fmt, template = FORMATS[path.stem], load(path)
     message = CASES["content_then_call"]
-    text = model_text(template, fmt, message, True).replace("Paris", "Lyon", 1)
+    text = model_text(template, fmt, message, True)
+    assert text is not None
+    text = text.replace("Paris", "Lyon", 1)
     reasoning, content, calls = fmt.decode(text, True)
     assert (reasoning, content.strip(), calls) != expected(message, fmt)
 
