@@ -161,7 +161,13 @@ class StreamParser:
     that the text read so far settles; ``finish()`` returns the rest. Merged, they
     equal ``parse(whole_text)`` for text that fits the format, however it is cut;
     for text that does not, nothing is lost and nothing raises. Only a tail that
-    may still become a marker is held back.
+    may still become a marker is held back, and the character that would complete
+    a call's arguments until the call is confirmed.
+
+    A call that turns out malformed is abandoned: its index is listed in
+    ``abandoned``, the arguments sent for it never parse as JSON, its index is not
+    used again, and its text is sent again as content. The deltas with the
+    abandoned calls left out always merge into ``parse(whole_text)``.
     """
 
     def __init__(self, *, tools=None, enable_thinking=True):
@@ -180,6 +186,10 @@ class StreamParser:
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
+        self.abandoned = []  # the indices of calls sent in part, then found malformed
+        self._next_index = 0  # the index the next call gets
+        self._opened = []  # the calls sent since the last confirmed one
+        self._completing = {}  # index → what completes its arguments, held back
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.

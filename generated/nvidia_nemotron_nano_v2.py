@@ -542,6 +542,14 @@ class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
 
+def _is_json(text):
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _decoded(text):
     """The value a piece of JSON the reader has read denotes."""
     try:
@@ -568,7 +576,13 @@ class StreamParser:
     that the text read so far settles; ``finish()`` returns the rest. Merged, they
     equal ``parse(whole_text)`` for text that fits the format, however it is cut;
     for text that does not, nothing is lost and nothing raises. Only a tail that
-    may still become a marker is held back.
+    may still become a marker is held back, and the character that would complete
+    a call's arguments until the call is confirmed.
+
+    A call that turns out malformed is abandoned: its index is listed in
+    ``abandoned``, the arguments sent for it never parse as JSON, its index is not
+    used again, and its text is sent again as content. The deltas with the
+    abandoned calls left out always merge into ``parse(whole_text)``.
     """
 
     def __init__(self, *, tools=None, enable_thinking=True):
@@ -587,6 +601,10 @@ class StreamParser:
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
+        self.abandoned = []  # the indices of calls sent in part, then found malformed
+        self._next_index = 0  # the index the next call gets
+        self._opened = []  # the calls sent since the last confirmed one
+        self._completing = {}  # index → what completes its arguments, held back
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.
@@ -826,6 +844,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
         except _Broken:
+            self._abandon()
             held = self._held
             self._held = ""
             self._replay(held + "".join(self._raw) + self._pending)
@@ -907,6 +926,8 @@ class StreamParser:
 
     def _open_call(self, index, name, call_id):
         self._commit()
+        self._next_index = index + 1
+        self._opened.append(index)
         self._deltas.append(
             {
                 "tool_calls": [
@@ -932,26 +953,53 @@ class StreamParser:
             {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
         )
 
+    def _complete(self, index, text, whole=False):
+        """Send ``text``, which ends call ``index``'s arguments (all of them, if
+        ``whole``), less its last character: that one waits until the call is
+        confirmed, so that the arguments of a call abandoned meanwhile never read
+        as JSON. (Where the arguments would read as JSON without it, all wait.)"""
+        cut = len(text) - 1
+        if whole and _is_json(text[:cut]):
+            cut = 0
+        self._arguments_text(index, text[:cut])
+        self._completing[index] = text[cut:]
+
+    def _confirm(self):
+        """The calls sent since the last confirmed one are calls: complete them."""
+        for index in self._opened:
+            self._arguments_text(index, self._completing.pop(index, ""))
+        self._opened = []
+
+    def _abandon(self, start=0):
+        """The calls sent since the ``start``-th unconfirmed one are not calls."""
+        for index in self._opened[start:]:
+            self._completing.pop(index, None)
+            self.abandoned.append(index)
+        del self._opened[start:]
+
     def _read_calls(self):
         """The calls from here on; raises _Broken when the first is not
         well-formed."""
         if not (yield from self._literal(SECTION_START)):
             raise _Broken
-        index = 0
+        count = 0
         while True:
             mark = len(self._raw)
+            opened = len(self._opened)
             try:
-                if index and not (yield from self._literal(CALL_SEPARATOR)):
+                if count and not (yield from self._literal(CALL_SEPARATOR)):
                     break
-                yield from self._read_object_call(index)
+                yield from self._read_object_call(self._next_index)
             except _Broken:
-                if not index:
+                if not count:
                     raise
                 # Not another call: what was read belongs to the text after them.
+                self._abandon(opened)
                 self._rewind(mark)
                 break
-            index += 1
+            count += 1
         yield from self._closer(SECTION_END)
+        self._confirm()
         for marker in END_AFTER_CALLS:
             if (yield from self._literal(marker)):
                 break
@@ -1012,7 +1060,9 @@ class StreamParser:
                 raise _Broken
             piece = self._pending if end is None else self._pending[:end]
             self._consume(len(piece))
-            if index is not None:
+            if index is not None and end is not None:
+                self._complete(index, piece)  # the value is the call's arguments
+            elif index is not None:
                 self._arguments_text(index, piece)
             if end is not None:
                 return "".join(raw[start:])
@@ -1075,7 +1125,7 @@ class StreamParser:
         call = found[0]
         if not opened:
             self._open_call(index, call["function"]["name"], call["id"])
-            self._arguments_text(index, call["function"]["arguments"])
+            self._complete(index, call["function"]["arguments"], whole=True)
         yield from self._closer(CALL_END)
 
 
