@@ -1092,7 +1092,7 @@ def tool_call_grammar(*, tools=None):
     """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
     fires on: the grammar a server switches on then (None: this format has no
     tool calls)."""
-    return None
+    return _with_tool_names(GBNF_TOOLS, tools)
 
 
 def _with_tool_names(text, tools):

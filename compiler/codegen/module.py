@@ -110,8 +110,10 @@ def _first_line(lines: list[str], node: ast.stmt) -> int:
 
 
 def _slots_read(node: ast.AST) -> frozenset[str]:
+    """The format constants a definition reads that the folding may decide on (the
+    data written after the runtime is not known to it)."""
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return frozenset(names & set(_slot_declarations()))
+    return frozenset(names & set(_slot_declarations()) - set(TRAILING))
 
 
 def _class_unit(lines: list[str], node: ast.ClassDef) -> _Unit:
