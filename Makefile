@@ -25,10 +25,12 @@ specs: templates
 check: templates
 	$(PY) -m compiler check --templates templates --specs specs --generated generated
 
-test: templates
+# Lint and types first, then the suite (its last line is what CI reads).
+test: templates lint
 	$(PY) -m pytest -q
 
-# Ruff (pyflakes, bugbear) and mypy; versions pinned in the test extra.
+# Ruff (pyflakes, bugbear) and mypy over the compiler, its runtime and the generated
+# modules; versions pinned in the test extra.
 lint: $(STAMP)
 	$(PY) -m ruff check compiler generated tests
 	$(PY) -m mypy compiler generated
