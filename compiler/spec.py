@@ -42,9 +42,10 @@ HEADER = """\
 # To correct the analysis, add an override; it is re-applied on every build, in order:
 #
 #   overrides:
-#     - path: tools.function.name_suffix   # dotted path; list items by index: grammar.triggers.0
-#       value: ">"                         # replaces what is there; a whole mapping is fine;
-#                                          # null removes the key
+#     - path: reasoning.opened_by_prompt.thinking_off  # dotted; list items by index:
+#                                                      # grammar.triggers.0
+#       value: false          # replaces what is there; a whole mapping is fine;
+#                             # null removes the key
 #       reason: why the analysis is wrong here (required)
 #
 """

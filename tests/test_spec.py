@@ -561,3 +561,15 @@ def test_read_overrides_rejects_broken_yaml(tmp_path):
     path.write_text("overrides: [\n", encoding="utf-8")
     with pytest.raises(SpecError, match=r"foo\.yaml: line \d+"):
         read_overrides(path)
+
+
+def test_the_headers_example_override_is_one_a_spec_takes():
+    """The override every spec's header shows as an example applies to a real spec
+    and leaves it schema-valid (it once named a path the schema rejects)."""
+    lines = [line.lstrip("# ").strip() for line in HEADER.splitlines()]
+    path = next(line for line in lines if line.startswith("- path:")).split()[2]
+    value = yaml.safe_load(next(line for line in lines if line.startswith("value:"))[6:])
+    real = load("specs/qwen_qwen3_0_6b.yaml")
+    body = {key: real[key] for key in ("reasoning", "content", "tools", "end_of_turn", "grammar")}
+    patched, _ = apply_overrides(body, [{"path": path, "value": value, "reason": "r"}], ORIGIN)
+    validate({**real, **patched}, ORIGIN)
