@@ -146,6 +146,10 @@ class StreamParser:
         self._started = set()  # the fields that have sent text
         self._hold_from = None  # deltas from here on are held back
         self._held = ""  # content that is sent once the calls after it prove real
+        # An end-of-turn marker that ended the content before the calls (with the
+        # whitespace before it): dropped once the calls are confirmed, content again
+        # if they are abandoned, as parse reads it.
+        self._held_stop = ""
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay

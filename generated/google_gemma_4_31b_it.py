@@ -592,6 +592,10 @@ class StreamParser:
         self._started = set()  # the fields that have sent text
         self._hold_from = None  # deltas from here on are held back
         self._held = ""  # content that is sent once the calls after it prove real
+        # An end-of-turn marker that ended the content before the calls (with the
+        # whitespace before it): dropped once the calls are confirmed, content again
+        # if they are abandoned, as parse reads it.
+        self._held_stop = ""
         self._opener = 0  # the length of the content's opening marker in it
         self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
@@ -804,18 +808,20 @@ class StreamParser:
             yield from self._read_calls()
         except _Broken:
             self._abandon()
-            held = self._held
-            self._held = ""
+            held = self._held + self._held_stop
+            self._held = self._held_stop = ""
             self._replay(held + "".join(self._raw) + self._pending)
             return len(held) + at - start + len(TRIGGER)
         self._commit()
         return -1
 
     def _commit(self):
-        """The calls are real: the content before them is final."""
+        """A call is being sent: the content before it is final."""
         if self._held:
             text = self._held[self._opener :]
-            self._send("content", _strip_stop(text), final=True)
+            kept = _strip_stop(text).rstrip()
+            self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""
+            self._send("content", kept, final=True)
         self._held = ""
         self._opener = 0
 
@@ -961,6 +967,7 @@ class StreamParser:
 
     def _confirm(self):
         """The calls sent since the last confirmed one are calls: complete them."""
+        self._held_stop = ""
         for index in self._opened:
             self._arguments_text(index, self._completing.pop(index, ""))
         self._opened = []
