@@ -1,0 +1,356 @@
+"""compiler/runtime/text.py: matching markers with tolerance for whitespace, and
+deciding how much of a text may still turn into a marker.
+
+Expectations are worked out by hand from what each function promises in its
+docstring; the properties check the promises the stream reader relies on."""
+
+from __future__ import annotations
+
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler.runtime import text as T
+
+IM_END = "<|im_end|>"
+
+
+@pytest.fixture
+def im_end(monkeypatch):
+    """An end-of-turn marker patched in, with a fresh tail-pattern cache."""
+    monkeypatch.setattr(T, "STOP", [IM_END])
+    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+
+
+@pytest.fixture
+def two_stops(monkeypatch):
+    monkeypatch.setattr(T, "STOP", ["<|e|>", "</s>"])
+    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+
+
+# --- _skip_space / _match -------------------------------------------------------------
+
+
+def test_skip_space():
+    assert T._skip_space("  \n\tx", 0) == 4
+    assert T._skip_space("x  ", 1) == 3
+    assert T._skip_space("abc", 1) == 1
+    assert T._skip_space("", 0) == 0
+
+
+@pytest.mark.parametrize(
+    "text,at,literal,end",
+    [
+        # written exactly
+        ("ab<x>cd", 2, "<x>", 5),
+        ("<x>", 0, "<x>", 3),
+        ("\n<x>\nrest", 0, "\n<x>\n", 5),
+        # other whitespace before the literal's core
+        ("   <x>", 0, "<x>", 6),
+        ("\t <x>\nrest", 0, "\n<x>\n", 6),  # the literal's trailing newline is eaten
+        (" <x>rest", 0, "\n<x>\n", 4),  # ... and not required
+        (" <x> \nrest", 0, "\n<x>\n", 4),  # other whitespace after is not eaten
+        ("<x>\n\n", 0, " <x>\n", 4),  # only as much trailing text as the literal has
+        # the literal with its own leading whitespace, the text with none
+        ("<x>", 0, "\n\n<x>", 3),
+        # an empty literal matches where it is
+        ("abc", 1, "", 1),
+    ],
+)
+def test_match(text, at, literal, end):
+    assert T._match(text, at, literal) == end
+
+
+@pytest.mark.parametrize(
+    "text,at,literal",
+    [
+        ("abc", 0, "<x>"),
+        ("a<x>", 0, "<x>"),  # a letter before it is not whitespace
+        ("<y>", 0, "<x>"),
+        ("<x", 0, "<x>"),  # the text ends first
+        ("<x>", 1, "<x>"),
+        ("", 0, "<x>"),
+    ],
+)
+def test_match_none(text, at, literal):
+    assert T._match(text, at, literal) == -1
+
+
+@settings(max_examples=300)
+@given(
+    st.text(alphabet=" \n\t", max_size=3),
+    st.sampled_from(["<x>", "\n<x>\n", " [TOOL] ", "</a>\n\n"]),
+    st.text(alphabet="ab <", max_size=5),
+)
+def test_match_after_any_whitespace(lead, literal, rest):
+    """Whitespace, then the literal's core: the match ends after the core (and the
+    literal's own trailing whitespace where the text goes on with it)."""
+    text = lead + literal.strip() + rest
+    end = T._match(text, 0, literal)
+    core_end = len(lead) + len(literal.strip())
+    if text.startswith(literal):
+        assert end == len(literal)
+    else:
+        trail = literal[len(literal.rstrip()) :]
+        expected = core_end + len(trail) if trail and rest.startswith(trail) else core_end
+        assert end == expected
+
+
+# --- _seek / _before ----------------------------------------------------------------
+
+
+def test_seek():
+    assert T._seek("ab <x> cd", 0, " <x> ") == 3  # the core, less its whitespace
+    assert T._seek("<x>a<x>", 1, "<x>") == 4
+    assert T._seek("ab", 0, "<x>") == -1
+    assert T._seek("abc", 2, " \n") == 2  # nothing but whitespace: here
+
+
+def test_before():
+    assert T._before("abc\n", "\n</p>") == "abc"
+    assert T._before("abc\n\n", "\n</p>") == "abc\n"  # only the literal's own lead
+    assert T._before("abc", "\n</p>") == "abc"
+    assert T._before("abc\n", "</p>") == "abc\n"  # the literal starts with none
+    assert T._before("abc \n", " \n</p>") == "abc"
+
+
+# --- _partial_at -----------------------------------------------------------------------
+
+
+def test_partial_at():
+    assert T._partial_at("hello <to", "<tool>") == 6
+    assert T._partial_at("hello <", "<tool>") == 6
+    assert T._partial_at("hello", "<tool>") == 5  # none: the length
+    assert T._partial_at("x<tool>", "<tool>") == 7  # the whole marker is no proper prefix
+    assert T._partial_at("<<t", "<<t>") == 0
+    assert T._partial_at("a<<", "<<t>") == 1  # the longest prefix
+    assert T._partial_at("", "<t>") == 0
+    assert T._partial_at("abc", "") == 3
+    assert T._partial_at("ab", "b") == 2  # a one-character marker has no proper prefix
+
+
+def _partial_brute(text, marker):
+    for start in range(len(text)):
+        tail = text[start:]
+        if len(tail) < len(marker) and marker.startswith(tail):
+            return start
+    return len(text)
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="<t>ab", max_size=10), st.text(alphabet="<t>ab", max_size=5))
+def test_partial_at_is_the_longest_proper_prefix_at_the_end(text, marker):
+    assert T._partial_at(text, marker) == (_partial_brute(text, marker) if marker else len(text))
+
+
+# --- _good_name / _word_end ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,good",
+    [
+        ("get_weather", True),
+        ("ns.tool-v2:x", True),
+        ("x" * 256, True),
+        ("x" * 257, False),
+        ("", False),
+        ("a b", False),
+        (" a", False),
+        ("a\n", False),
+    ],
+)
+def test_good_name(name, good):
+    assert T._good_name(name) is good
+
+
+def test_word_end():
+    assert T._word_end("get.weather-v2:x_y>rest", 0) == len("get.weather-v2:x_y")
+    assert T._word_end("ab cd", 3) == 5
+    assert T._word_end("ab cd", 0) == 2
+    assert T._word_end(">x", 0) == -1  # no word
+    assert T._word_end("ab", 2) == -1  # nothing left
+
+
+# --- end-of-turn markers ----------------------------------------------------------------
+
+
+def test_strip_stop(im_end):
+    assert T._strip_stop("answer<|im_end|>\n") == "answer"
+    assert T._strip_stop("answer <|im_end|>") == "answer "  # whitespace before it stays
+    assert T._strip_stop("a<|im_end|><|im_end|>") == "a<|im_end|>"  # one marker only
+    assert T._strip_stop("<|im_end|>x") == "<|im_end|>x"
+    # no marker: the text as it was, trailing whitespace included
+    assert T._strip_stop("answer  ") == "answer  "
+
+
+def test_strip_stop_without_stops(monkeypatch):
+    monkeypatch.setattr(T, "STOP", [])
+    assert T._strip_stop("answer<|im_end|>") == "answer<|im_end|>"
+
+
+def test_trim_end():
+    markers = ["<|im_end|>", "<|endoftext|>"]
+    assert T._trim_end("abc <|im_end|>\n<|endoftext|>  ", markers) == "abc"
+    assert T._trim_end("abc", markers) == "abc"
+    assert T._trim_end("a<|im_end|>b", markers) == "a<|im_end|>b"
+    assert T._trim_end("abc \n", []) == "abc"
+    assert T._trim_end("<|im_end|>", markers) == ""
+
+
+def test_tail_pattern(im_end):
+    pattern, reach = T._tail_pattern(("<tool_call>",))
+    assert reach == len("<tool_call>")
+    assert pattern.search("abc<|im").start() == 3
+    assert pattern.search("abc<tool_").start() == 3
+    assert pattern.search("abc<").start() == 3
+    assert pattern.search("abc") is None
+    assert pattern.search("abc<tool_call>") is None  # the whole marker is no prefix
+    assert pattern.search("abc<|im_end|>") is None
+    # cached per markers
+    assert T._tail_pattern(("<tool_call>",)) is T._tail_pattern(("<tool_call>",))
+
+
+def test_tail_pattern_of_nothing(monkeypatch):
+    monkeypatch.setattr(T, "STOP", [])
+    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+    pattern, reach = T._tail_pattern(("", "x"))  # "" and a 1-char marker: no prefixes
+    assert reach == 1
+    assert pattern.search("anything x") is None
+
+
+@pytest.mark.parametrize(
+    "text,settled",
+    [
+        ("hello world", 11),
+        ("hello <to", 5),  # a possible marker held back, and the space before it
+        ("hello <|im", 5),  # ... or a possible end of turn
+        ("hello  ", 5),  # whitespace may come before a marker
+        ("answer<|im_end|>", 6),  # a whole end-of-turn marker is not sent
+        ("answer \n<|im_end|>  ", 6),
+        ("a <x", 4),  # '<x' can start no marker here
+        ("<to", 0),
+        ("", 0),
+    ],
+)
+def test_settled(im_end, text, settled):
+    assert T._settled(text, ("<tool>",)) == settled
+
+
+_ALPHABET = "<|e>/st x\n"
+
+
+# The fixture only sets constants, the same for every input.
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=_ALPHABET, max_size=14), st.text(alphabet=_ALPHABET, max_size=8))
+def test_settled_never_takes_back(two_stops, text, more):
+    """What was settled stays settled: the reader cannot unsend text."""
+    markers = ("<t>", "<|x")
+    first = T._settled(text, markers)
+    assert 0 <= first <= len(text)
+    assert T._settled(text + more, markers) >= first
+
+
+@settings(max_examples=800, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=_ALPHABET, max_size=14))
+def test_settled_holds_back_only_what_may_be_a_marker(two_stops, text):
+    markers = ("<t>", "<|x")
+    kept = T._settled(text, markers)
+    assert text[:kept] == text[:kept].rstrip()
+    held = text[kept:].strip()
+    whole = markers + ("<|e|>", "</s>")
+    assert (
+        not held
+        or held in ("<|e|>", "</s>")
+        or any(len(held) < len(m) and m.startswith(held) for m in whole)
+    ), held
+
+
+def test_stops(im_end):
+    pattern = T._stops("<tool>", "[x")
+    assert pattern.search("abc [ d").start() == 4
+    assert pattern.search("ab<").start() == 2
+    assert pattern.search("abc") is None
+
+
+def test_stops_escapes_class_characters(monkeypatch):
+    monkeypatch.setattr(T, "STOP", ["\\end"])
+    pattern = T._stops("]x", "^y", "-z", "")
+    for char in "]^-\\":
+        assert pattern.fullmatch(char), char
+    for char in "abcxyz[|":
+        assert not pattern.fullmatch(char), char
+
+
+def test_stops_of_nothing(monkeypatch):
+    monkeypatch.setattr(T, "STOP", [])
+    assert T._stops().search("<anything>") is None
+    assert T._stops("").search("<anything>") is None
+
+
+@pytest.mark.parametrize(
+    "text,maybe",
+    [
+        ("", True),
+        ("  <|im", True),
+        ("<|im_end|>", True),
+        ("\n<|im_end|>  ", True),
+        ("<|im x", False),
+        ("<|im ", False),  # whitespace after a part of one ends the hope
+        ("hello", False),
+        ("<|im_end|>x", False),
+    ],
+)
+def test_maybe_stop(im_end, text, maybe):
+    assert T._maybe_stop(text) is maybe
+
+
+def test_maybe_stop_without_stops(monkeypatch):
+    monkeypatch.setattr(T, "STOP", [])
+    assert T._maybe_stop("") is False
+
+
+# --- _decided / _undecided ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,literal,decided",
+    [
+        ("<tool>", "<tool>", True),
+        ("<tool>abc", "<tool>", True),
+        ("<to", "<tool>", False),  # more text may complete it
+        ("", "<tool>", False),
+        ("   ", "<tool>", False),  # whitespace may come before it
+        ("  <to", "<tool>", False),
+        ("  <tool>", "<tool>", True),
+        ("  <tx", "<tool>", True),  # it cannot match any more
+        ("abc", "<tool>", True),
+        (" <x>", "<x>\n", False),  # the literal's trailing newline may follow
+        (" <x>a", "<x>\n", True),
+        (" <x>\n", "<x>\n\n", False),
+        (" <x>\n\n", "<x>\n\n", True),
+        ("\n", "\n\n<x>", False),
+    ],
+)
+def test_decided(text, literal, decided):
+    assert T._decided(text, literal) is decided
+
+
+@settings(max_examples=2000)
+@given(
+    st.text(alphabet="<x> \na", max_size=7),
+    st.sampled_from(["<x>", "<x>\n", "\n<x>", " <x>\n\n", "<x> <x>", "x", ""]),
+    st.text(alphabet="<x> \na", max_size=5),
+)
+def test_decided_means_no_continuation_changes_the_match(text, literal, more):
+    if T._decided(text, literal):
+        assert T._match(text + more, 0, literal) == T._match(text, 0, literal)
+
+
+def test_undecided():
+    assert T._undecided("<to", ("<tool>",)) is True
+    assert T._undecided("", ("<t",)) is True
+    assert T._undecided("<tool>", ("<tool>",)) is False  # already whole
+    assert T._undecided("x", ("<t",)) is False
+    assert T._undecided("", ()) is False
+    assert T._undecided("<a", ("<b>", "<ab>")) is True
