@@ -189,6 +189,15 @@ class StreamParser:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
             self._run = None
+            if self._hold_from is not None:
+                del self._deltas[self._hold_from :]  # held back: never sent
+                self._hold_from = None
+                self._opened = []
+            self._abandon()
+            unsent = self._held + self._held_stop + "".join(self._raw) + self._pending
+            self._held = self._held_stop = ""
+            self._raw = []
+            self._pending = unsent
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -469,6 +478,7 @@ class StreamParser:
             self._replay(held + "".join(self._raw) + self._pending)
             return len(held) + at - start + len(TRIGGER)
         self._commit()
+        self._raw = []  # the calls are read: nothing of them is replayed
         return -1
 
     def _commit(self):
