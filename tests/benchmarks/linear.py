@@ -1,0 +1,164 @@
+"""Linear time on every input: pathological texts of 10 KB, 100 KB and 1 MB, placed
+inside each part of every format, read by ``parse`` and by ``StreamParser`` fed in
+4-character chunks. Prints the growth of the time per 10x of input (best of three
+runs); every figure must stay at or under 15x (``--check`` exits 1 otherwise).
+
+    python -m tests.benchmarks.linear [--check] [--json] [--only SLUG ...]
+
+The places are cut from the text the template itself renders for one call (the
+round trip's ``tool_call`` case): the content before any marker, inside a reasoning
+block, where the call's name goes, inside its arguments before a key, and inside a
+string value. A format without reasoning or calls has fewer places.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import multiprocessing
+import sys
+import time
+from typing import Callable
+
+from tests import roundtrip as rt
+
+SIZES = (10_000, 100_000, 1_000_000)
+LIMIT = 15.0
+REPEATS = 3
+
+
+def payloads(spec: dict) -> dict[str, Callable[[int], str]]:
+    """Pathological texts by name: each a function of the length wanted."""
+    markers = [m for m in _markers(spec) if len(m) > 1]
+    partial = (markers[0][:-1] if markers else "<tool") or "<"
+
+    def repeat(unit: str):
+        return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+    return {
+        "nesting": repeat("["),
+        "objects": repeat('{"a": '),
+        "angles": repeat("<"),
+        "partial_marker": repeat(partial),
+        "open_string": lambda n: '"' + "x" * (n - 1),
+        "whitespace": repeat(" \n\t"),
+    }
+
+
+def _markers(spec: dict) -> list[str]:
+    found: list[str] = []
+    tools = spec["tools"]
+    for value in (
+        (spec["reasoning"].get("start") or ""),
+        (tools.get("section") or {}).get("start") or "",
+        (tools.get("call") or {}).get("start") or "",
+    ):
+        if value.strip():
+            found.append(value.strip())
+    return found + list(spec["end_of_turn"]["markers"])
+
+
+def places(slug: str) -> dict[str, str]:
+    """Where a payload goes, as the text written before it."""
+    found = {"content": ""}
+    spec = rt.load_spec(slug)
+    reasoning = rt.make_case(slug, rt.TOOL_KINDS[-1])
+    if reasoning is not None and spec["reasoning"]["mode"] != "none":
+        at = reasoning.text.find("The user wants")
+        if at >= 0:
+            found["reasoning"] = reasoning.text[:at]
+    case = rt.make_case(slug, rt.TOOL_KINDS[0])
+    if case is not None:
+        text = case.text
+        name, key, value = text.find("get_weather"), text.find("city"), text.find("Tokyo")
+        if name >= 0:
+            found["name"] = text[:name]
+        if name >= 0 and key > name:
+            # Where the arguments begin: their object's brace, else before the key.
+            brace = text.rfind("{", name, key)
+            found["arguments"] = text[: brace if brace >= 0 else key]
+        if value >= 0:
+            found["value"] = text[:value]
+    return found
+
+
+def _best(function) -> float:
+    """The best of REPEATS runs, with the garbage collector off as timeit has it (its
+    passes over whatever else the process holds would be timed too)."""
+    best = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            function()
+            best = min(best, time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return best
+
+
+def _streamed(module, text: str) -> None:
+    parser = module.StreamParser()
+    for at in range(0, len(text), 4):
+        parser.feed(text[at : at + 4])
+    parser.finish()
+
+
+def measure(slug: str) -> list[dict]:
+    module = rt.module(slug)
+    rows = []
+    for place, before in places(slug).items():
+        for name, make in payloads(module.SPEC).items():
+            times: dict[str, list[float]] = {"parse": [], "stream": []}
+            for size in SIZES:
+                text = before + make(size)
+                times["parse"].append(_best(lambda text=text: module.parse(text)))
+                times["stream"].append(_best(lambda text=text: _streamed(module, text)))
+            for reader, figures in times.items():
+                # Below a millisecond, the clock and the per-call cost dominate:
+                # growth is measured from there on.
+                floor = [max(t, 1e-3) for t in figures]
+                growth = max(floor[i + 1] / floor[i] for i in range(len(floor) - 1))
+                rows.append(
+                    {
+                        "slug": slug,
+                        "place": place,
+                        "input": name,
+                        "reader": reader,
+                        "seconds": figures,
+                        "growth": growth,
+                    }
+                )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 above the limit")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--only", nargs="*", help="these slugs only")
+    args = parser.parse_args(argv)
+    slugs = args.only or rt.slugs()
+    with multiprocessing.Pool(2) as pool:
+        rows = [row for found in pool.map(measure, slugs) for row in found]
+    worst = sorted(rows, key=lambda row: -row["growth"])
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"{len(rows)} measurements over {len(slugs)} formats; the ten largest growths:")
+        print(f"{'format':44} {'place':10} {'input':15} {'reader':7} {'1 MB s':>8} {'growth':>7}")
+        for row in worst[:10]:
+            print(
+                f"{row['slug']:44} {row['place']:10} {row['input']:15} {row['reader']:7} "
+                f"{row['seconds'][-1]:8.3f} {row['growth']:6.1f}x"
+            )
+    over = [row for row in rows if row["growth"] > LIMIT]
+    verdict = "MET" if not over else f"NOT met ({len(over)} over {LIMIT:.0f}x)"
+    print(f"growth per 10x <= {LIMIT:.0f}x everywhere: {verdict}")
+    return 1 if args.check and over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
