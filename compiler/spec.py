@@ -204,23 +204,46 @@ def _represent_str(dumper: yaml.SafeDumper, text: str):
 _Dumper.add_representer(str, _represent_str)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that rejects a key written twice in one mapping."""
+class _UniqueKeys(yaml.constructor.SafeConstructor):
+    """The safe constructor, rejecting a key written twice in one mapping."""
 
     def construct_mapping(self, node, deep=False):
         # PyYAML keeps the last of two equal keys silently; in a hand-edited file that
         # drops an edit without a word.
         seen = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
-                continue  # the schema rejects non-string keys with a better message
+            if key_node.tag == _STR_TAG:
+                key = key_node.value  # what constructing it gives, without the call
+            else:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str):
+                    continue  # the schema rejects non-string keys with a better message
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _Loader(_UniqueKeys, yaml.SafeLoader):
+    """The pure-Python safe loader, rejecting duplicate keys."""
+
+
+LOADER: type = _Loader
+if yaml.__with_libyaml__:
+    # libyaml's parser where PyYAML was built with it: many times faster on a large
+    # spec, where the pure-Python scanner dominates; the same values and the same
+    # checks. Only for loading: the dumper stays pure Python, so the bytes of a spec do
+    # not depend on how PyYAML was built.
+
+    class _CLoader(_UniqueKeys, yaml.CSafeLoader):
+        """libyaml's safe loader, rejecting duplicate keys."""
+
+    LOADER = _CLoader
 
 
 def dump(spec: dict) -> str:
@@ -243,7 +266,7 @@ def load(path: str | Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read: {exc}") from None
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: {_yaml_problem(exc)}") from None
     if not isinstance(data, dict):
@@ -281,6 +304,46 @@ def read_overrides(path: str | Path) -> list:
         where, detail = _explain(error)
         raise SpecError(f"{path}: {_dotted(['overrides', *where])}: {detail}")
     return overrides
+
+
+# What the build records around the analysis; no override reaches these.
+METADATA = ("spec_version", "compiler_version", "template", "render_inputs", "review")
+
+
+def resolve(spec: dict, origin: str) -> tuple[dict, bool]:
+    """The spec with its overrides in force, and whether that needed them applied.
+
+    A built spec has its overrides applied already: applying them again changes nothing,
+    and the spec comes back as it is. An override added by hand since (not yet built) is
+    applied here to the spec's own body, as the next build will apply it to a fresh
+    analysis of an unchanged template. A bad override fails as it fails the build: a
+    ``SpecError`` naming the file and the YAML path. ``spec`` must be schema-valid.
+    """
+    overrides = spec.get("overrides", [])
+    body = {key: value for key, value in spec.items() if key not in (*METADATA, "overrides")}
+    patched, _ = apply_overrides(body, overrides, origin)
+    if _same(patched, body) or any(
+        override["value"] is None and override["path"].split(".")[-1].isdigit()
+        for override in overrides
+    ):
+        # Removing a list item twice removes two: a spec with such an override cannot
+        # tell whether it is built, and is taken as built (as `check` takes it).
+        return spec, False
+    resolved = {}
+    for key, value in spec.items():  # in the file's order; a key set to null goes
+        if key not in body:
+            resolved[key] = value
+        elif key in patched:
+            resolved[key] = patched[key]
+    for key, value in patched.items():  # a section an override adds
+        resolved.setdefault(key, value)
+    validate(resolved, origin)
+    return resolved, True
+
+
+def same(left: Any, right: Any) -> bool:
+    """Equality of two specs' values that tells true from 1, as the schema does."""
+    return _same(left, right)
 
 
 def apply_overrides(body: dict, overrides: object, origin: str) -> tuple[dict, list[str]]:
