@@ -8,28 +8,44 @@ Errors are one line on stderr; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 
-from . import spec as specs
-from .analyze import analyze
-from .build import BuildError, build, spec_for
-from .check import check
-from . import model
-from .codegen import module as module_codegen
-from .explain import explain
-from .render import ChatTemplate, RenderError, RenderInputs
+from . import __version__, spec as specs
 from .sources import SourceError, discover, fetch_corpus, one_source, slugify
 from .spec import SpecError
+
+# The analysis, the build and the code generator (jinja2, black) are imported by the
+# commands that use them, so that `parse` of a built spec starts in a fraction of a second.
 
 
 class UsageError(Exception):
     """An input of the command line itself is unusable (a tools file, stdin)."""
 
 
-# Errors that mean "the input is bad"; anything else is a bug in the compiler.
-_INPUT_ERRORS = (SourceError, SpecError, RenderError, BuildError, UsageError)
+# Errors that mean "the input is bad"; anything else is a bug in the compiler. The last
+# two by module and name: an error of a module no command imported was never raised.
+_INPUT_ERRORS = (SourceError, SpecError, UsageError)
+_LAZY_INPUT_ERRORS = (("render", "RenderError"), ("build", "BuildError"))
+
+
+def _is_input_error(error: Exception) -> bool:
+    if isinstance(error, _INPUT_ERRORS):
+        return True
+    for module, name in _LAZY_INPUT_ERRORS:
+        kind = getattr(sys.modules.get(f"{__package__}.{module}"), name, None)
+        if kind is not None and isinstance(error, kind):
+            return True
+    return False
+
+
+def build(*args, **kwargs):
+    """compiler.build.build, imported when a build runs."""
+    from .build import build as build_all
+
+    return build_all(*args, **kwargs)
 
 
 def _log(message: str) -> None:
@@ -44,26 +60,48 @@ def _parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
     )
     parser = argparse.ArgumentParser(prog="python -m compiler", parents=[debug])
+    parser.add_argument("--version", action="version", version=f"chatfmt {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(name, help=help, description=help, parents=[debug])
 
+    # Every option's help ends with its default, written out where "%(default)s" would
+    # print a Python value ([] or None).
     fetch = command("fetch", "fetch the pinned template corpus")
-    fetch.add_argument("--templates", default="templates")
-    fetch.add_argument("--cache", default=".cache/corpus")
+    fetch.add_argument(
+        "--templates",
+        default="templates",
+        help="directory with manifest.json, where the templates go (default: %(default)s)",
+    )
+    fetch.add_argument(
+        "--cache",
+        default=".cache/corpus",
+        help="where the downloaded sdist is kept (default: %(default)s)",
+    )
 
     for name, help in (
         ("build", "analyze templates, write specs and parsers (re-applying overrides)"),
         ("check", "say whether specs and generated files still match; renders nothing"),
     ):
         sub = command(name, help)
-        sub.add_argument("--templates", default="templates", help="directory of .jinja files")
         sub.add_argument(
-            "--source", action="append", default=[], help="a .jinja file, model dir or GGUF"
+            "--templates",
+            default="templates",
+            help="directory of .jinja files (default: %(default)s)",
         )
-        sub.add_argument("--specs", default="specs")
-        sub.add_argument("--generated", default="generated")
+        sub.add_argument(
+            "--source",
+            action="append",
+            default=[],
+            help="a .jinja file, model dir or GGUF; repeat for more (default: none)",
+        )
+        sub.add_argument("--specs", default="specs", help="spec directory (default: %(default)s)")
+        sub.add_argument(
+            "--generated",
+            default="generated",
+            help="directory of generated parsers and grammars (default: %(default)s)",
+        )
 
     for name, help in (
         ("analyze", "print the spec of one template (no overrides)"),
@@ -71,13 +109,33 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sub = command(name, help)
         sub.add_argument("source", metavar="SOURCE", help="a .jinja file, model dir or GGUF")
-        sub.add_argument("--name", help="which named template of a model (default: its own)")
+        sub.add_argument(
+            "--name",
+            help="which named template of a model (default: its own, named 'default')",
+        )
 
     parse = command("parse", "parse model output (stdin) with the parser a spec compiles to")
-    parse.add_argument("spec", metavar="SPEC_FILE")
-    parse.add_argument("--tools", metavar="FILE", help="JSON file with an OpenAI tools list")
-    parse.add_argument("--no-thinking", action="store_true", help="enable_thinking=False")
-    parse.add_argument("--strict", action="store_true", help="exit 1 on output that does not fit")
+    parse.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
+    parse.add_argument(
+        "--generated",
+        metavar="DIR",
+        help="where the spec's built parser is: used when it is what the spec compiles to, "
+        "else the parser is compiled in memory (default: 'generated' beside the spec's "
+        "directory)",
+    )
+    parse.add_argument(
+        "--tools", metavar="FILE", help="JSON file with an OpenAI tools list (default: none)"
+    )
+    parse.add_argument(
+        "--no-thinking",
+        action="store_true",
+        help="parse as with enable_thinking=False (default: thinking on)",
+    )
+    parse.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on output that does not fit (default: read it as content)",
+    )
     return parser
 
 
@@ -86,15 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     debug = getattr(args, "debug", False)
     try:
         return _COMMANDS[args.command](args)
-    except _INPUT_ERRORS as error:
+    except Exception as error:
         if debug:
             raise
-        _log(f"error: {error}")
-        return 2
-    except Exception as error:  # a bug; say so in one line unless asked for more
-        if debug:
-            raise
-        _log(f"error: {type(error).__name__}: {error} (a compiler bug? --debug shows where)")
+        if _is_input_error(error):
+            _log(f"error: {error}")
+        else:  # a bug; say so in one line unless asked for more
+            _log(f"error: {type(error).__name__}: {error} (a compiler bug? --debug shows where)")
         return 2
 
 
@@ -118,6 +174,8 @@ def _build(args) -> int:
 
 
 def _check(args) -> int:
+    from .check import check
+
     report = check(args.specs, args.generated, args.templates, args.source)
     for warning in report.warnings:
         _log(f"warning: {warning}")
@@ -131,16 +189,24 @@ def _check(args) -> int:
 
 
 def _analyze(args) -> int:
+    from .build import spec_for
+
     source = one_source(args.source, args.name)
     spec, warnings = spec_for(source, [], source.path)
-    for warning in warnings:
+    for warning in (*source.warnings, *warnings):
         _log(f"warning: {warning}")
     sys.stdout.write(specs.dump(spec))
     return 0
 
 
 def _explain(args) -> int:
+    from .analyze import analyze
+    from .explain import explain
+    from .render import ChatTemplate, RenderInputs
+
     source = one_source(args.source, args.name)
+    for warning in source.warnings:
+        _log(f"warning: {warning}")
     inputs = RenderInputs(source.bos_token, source.eos_token, dict(source.variables))
     analysis = analyze(ChatTemplate(source.source, source.path, inputs), source.tool_shape)
     print(f"{source.path}: {len(analysis.evidence)} decisions of the analysis.")
@@ -153,13 +219,19 @@ def _explain(args) -> int:
 def _parse(args) -> int:
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)
+    # Overrides are checked as the build checks them, and one added since the last
+    # build is applied: the parser is the one the next build will write.
+    spec, pending = specs.resolve(spec, args.spec)
+    if pending:
+        _log(
+            f"warning: {args.spec}: its overrides are not built into the spec yet; "
+            "parsing with them applied (a build writes them)"
+        )
     tools = _read_tools(args.tools) if args.tools else None
-    parser = _parser_module(args.spec, spec)
+    parse = _parser_module(args.spec, spec, args.generated)["parse"]
     text = sys.stdin.read()
     try:
-        message = parser["parse"](
-            text, tools=tools, enable_thinking=not args.no_thinking, strict=args.strict
-        )
+        message = parse(text, tools=tools, enable_thinking=not args.no_thinking, strict=args.strict)
     except ValueError as error:  # only with --strict: the output does not fit the format
         _log(f"{args.spec}: the output does not fit the format: {error}")
         return 1
@@ -167,12 +239,50 @@ def _parse(args) -> int:
     return 0
 
 
-def _parser_module(spec_path: str, spec: dict) -> dict:
-    """The generated parser of a spec, built in memory: the namespace of its module."""
+def _parser_module(spec_path: str, spec: dict, generated_dir: str | None = None) -> dict:
+    """The parser a (resolved) spec compiles to, as the namespace of its module: the
+    built module in ``generated_dir`` when it is the one, else one compiled in memory."""
     slug = slugify(os.path.splitext(os.path.basename(spec_path))[0])
+    if generated_dir is None:  # the layout `make specs` writes: specs/ beside generated/
+        generated_dir = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(spec_path))), "generated"
+        )
+    built = _built_module(os.path.join(generated_dir, f"{slug}.py"), slug, spec)
+    if built is not None:
+        return built
+    # Generating formats the code with black: about half a second, where importing the
+    # built module takes milliseconds.
+    from . import model
+    from .codegen import module as module_codegen
+
     namespace = {"__name__": f"generated.{slug}"}
     text = module_codegen.generate(model.build(spec, slug=slug, origin=spec_path)).module
     exec(compile(text, f"<parser of {spec_path}>", "exec"), namespace)
+    return namespace
+
+
+def _built_module(path: str, slug: str, spec: dict) -> dict | None:
+    """The namespace of the built module at ``path`` if it is what ``spec`` compiles to.
+
+    Decided without generating: the module records the resolved spec it was generated
+    from (``SPEC``), and the spec records the compiler version that built it. A module
+    from another version, of another spec (an override or an edit not yet built) or
+    that does not load is not used. A change to compiler/runtime/ without a rebuild
+    (and without a new version) is what `check` finds.
+    """
+    if spec.get("compiler_version") != __version__ or not os.path.isfile(path):
+        return None
+    try:
+        module_spec = importlib.util.spec_from_file_location(f"generated.{slug}", path)
+        if module_spec is None or module_spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    except Exception:  # a damaged or foreign file: the spec's own parser is made instead
+        return None
+    namespace = vars(module)
+    if not specs.same(namespace.get("SPEC"), spec) or not callable(namespace.get("parse")):
+        return None
     return namespace
 
 

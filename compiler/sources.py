@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tarfile
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 MANIFEST_NAME = "manifest.json"
 DEFAULT_CACHE_DIR = os.path.join(".cache", "corpus")
@@ -43,6 +43,9 @@ class TemplateSource:
     eos_token: str | None = None
     variables: dict = field(default_factory=dict)  # undeclared template variables to supply
     tool_shape: str = "openai"
+    # Notes for review about the source itself (an empty template), one line each,
+    # starting with the path; the commands report them as warnings.
+    warnings: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- names
@@ -101,6 +104,15 @@ def _read_json(path: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise SourceError(f"{path} is not valid JSON: {error}") from None
+
+
+def _warnings(path: str, text: str) -> tuple[str, ...]:
+    if not text.strip():
+        return (
+            f"{path}: the template is empty: it renders nothing, so its spec describes "
+            "no format (no reasoning, no tool calls, no end-of-turn marker)",
+        )
+    return ()
 
 
 # --------------------------------------------------------------------------- manifest
@@ -346,6 +358,13 @@ def _directory_templates(templates_dir: str) -> list[TemplateSource]:
         if name.endswith(".jinja") and os.path.isfile(path):
             inputs = entries.get(name, {}).get("inputs", {})
             sources.append(_jinja_file(path, inputs))
+    if not sources:
+        # A mistyped directory (or a corpus not fetched yet) would build nothing and
+        # look like success.
+        fetch = f" (its manifest lists {len(entries)}: `make templates` fetches them)"
+        raise SourceError(
+            f"templates directory {templates_dir} holds no .jinja files{fetch if entries else ''}"
+        )
     return sources
 
 
@@ -361,6 +380,7 @@ def _jinja_file(path: str, inputs: dict | None = None) -> TemplateSource:
         eos_token=inputs.get("eos_token"),
         variables=dict(inputs.get("variables", {})),
         tool_shape=inputs.get("tool_shape", "openai"),
+        warnings=_warnings(path, text),
     )
 
 
@@ -393,6 +413,8 @@ def one_source(path: str, name: str | None = None) -> TemplateSource:
     named = {_template_name(source, path): source for source in sources}
     if name is None and len(sources) == 1:
         return sources[0]
+    if name is None and "default" in named:
+        return named["default"]  # the model's own, as the build and Hugging Face take it
     if name in named:
         return named[name]
     choices = ", ".join(sorted(named))
@@ -416,6 +438,7 @@ def _from_text(
         sha256=_sha256_bytes(text.encode("utf-8")),
         bos_token=bos,
         eos_token=eos,
+        warnings=_warnings(path, text),
     )
 
 
@@ -452,6 +475,11 @@ def _model_directory(path: str) -> list[TemplateSource]:
         return [_from_text(slug, path, template, bos, eos)]
     if isinstance(template, list):
         return _named_sources(slug, path, _named_templates(template, config_path), bos, eos)
+    if template is not None:
+        raise SourceError(
+            f"{config_path}: chat_template is {_json_type(template)}, not a string "
+            "or a list of named templates"
+        )
     raise SourceError(
         f"{path} has no chat_template.jinja and no chat_template in its tokenizer_config.json"
     )
@@ -470,6 +498,11 @@ def _named_templates(entries: list, config_path: str) -> list[tuple[str, str]]:
             )
         named.append((entry["name"], entry["template"]))
     return named
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _token_text(value: object, config_path: str, key: str) -> str | None:
@@ -492,48 +525,106 @@ def _gguf_file(path: str) -> list[TemplateSource]:
         import gguf  # optional: only GGUF sources need it
     except ImportError:
         raise SourceError(f"reading {path} needs the gguf package: pip install gguf") from None
+    _check_gguf_header(path)
     try:
-        reader = gguf.GGUFReader(path)
-        fields = reader.fields
-        templates = _gguf_templates(fields)
-        bos = _gguf_token(fields, "tokenizer.ggml.bos_token_id")
-        eos = _gguf_token(fields, "tokenizer.ggml.eos_token_id")
+        fields = gguf.GGUFReader(path).fields
+        gguf_file = _GGUF(path, gguf.GGUFValueType)
+        templates = gguf_file.templates(fields)
+        bos = gguf_file.token(fields, "tokenizer.ggml.bos_token_id")
+        eos = gguf_file.token(fields, "tokenizer.ggml.eos_token_id")
     except SourceError:
         raise
-    except Exception as error:  # a damaged file can fail anywhere in the reader
-        raise SourceError(f"cannot read {path}: {error}") from None
+    except Exception as error:  # a damaged file can fail anywhere in the reader (numpy)
+        raise SourceError(
+            f"{path}: truncated or damaged GGUF file: its metadata cannot be read "
+            "(--debug shows the reader's error)"
+        ) from error
     if not templates:
         raise SourceError(f"{path} has no {_GGUF_TEMPLATE}")
     slug = slugify(os.path.splitext(os.path.basename(path))[0])
     return _named_sources(slug, path, templates, bos, eos)
 
 
-def _gguf_templates(fields: dict) -> list[tuple[str, str]]:
-    # llama.cpp's converter writes the default as tokenizer.chat_template and each named
-    # variant (e.g. tool_use) as tokenizer.chat_template.<name>.
-    templates = []
-    for key in sorted(fields):
-        if key == _GGUF_TEMPLATE:
-            templates.append(("default", _gguf_string(fields[key])))
-        elif key.startswith(_GGUF_TEMPLATE + "."):
-            templates.append((key[len(_GGUF_TEMPLATE) + 1 :], _gguf_string(fields[key])))
-    return templates
+def _check_gguf_header(path: str) -> None:
+    # Magic, version and the two counts: 24 bytes. Said here in plain words rather than
+    # as whatever the reader's numpy views make of a short or foreign file.
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(24)
+    except OSError as error:
+        raise SourceError(f"cannot read {path}: {error}") from None
+    if head[:4] != b"GGUF":
+        raise SourceError(f"{path}: not a GGUF file (it does not begin with 'GGUF')")
+    if len(head) < 24:
+        raise SourceError(f"{path}: truncated GGUF file: {len(head)} bytes, not even a header")
 
 
-def _gguf_string(reader_field, index: int = 0) -> str:
-    # parts/data is the layout every gguf release since 0.10 shares (contents() is newer).
-    return bytes(reader_field.parts[reader_field.data[index]]).decode("utf-8")
+@dataclass(frozen=True)
+class _GGUF:
+    """Reads the metadata fields a template needs, checking each one's type and length."""
+
+    path: str
+    types: Any  # gguf.GGUFValueType
+
+    def templates(self, fields: dict) -> list[tuple[str, str]]:
+        # llama.cpp's converter writes the default as tokenizer.chat_template and each
+        # named variant (e.g. tool_use) as tokenizer.chat_template.<name>.
+        templates = []
+        for key in sorted(fields):
+            if key == _GGUF_TEMPLATE:
+                name = "default"
+            elif key.startswith(_GGUF_TEMPLATE + "."):
+                name = key[len(_GGUF_TEMPLATE) + 1 :]
+            else:
+                continue
+            if list(fields[key].types) != [self.types.STRING]:
+                kind = self._type(fields[key])
+                raise SourceError(f"{self.path}: {key} is not a string ({kind})")
+            templates.append((name, self.text(fields[key], key)))
+        return templates
+
+    def text(self, reader_field, key: str, index: int = 0) -> str:
+        """The ``index``-th string of a string field (or of a list of strings)."""
+        # parts/data/types is the layout every gguf release since 0.10 shares
+        # (contents() is newer): a string is its uint64 length, then its bytes.
+        position = reader_field.data[index]
+        data = reader_field.parts[position]
+        length = int(reader_field.parts[position - 1][0])
+        if len(data) != length:
+            raise SourceError(
+                f"{self.path}: truncated GGUF file: {key} declares {length} bytes, "
+                f"the file holds {len(data)}"
+            )
+        try:
+            return bytes(data).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise SourceError(f"{self.path}: {key} is not UTF-8 text: {error}") from None
+
+    def token(self, fields: dict, id_key: str) -> str | None:
+        tokens = fields.get("tokenizer.ggml.tokens")
+        id_field = fields.get(id_key)
+        if tokens is None or id_field is None:
+            return None
+        if len(id_field.types) != 1 or id_field.types[0] not in _integer_types(self.types):
+            raise SourceError(f"{self.path}: {id_key} is not an integer ({self._type(id_field)})")
+        if list(tokens.types) != [self.types.ARRAY, self.types.STRING]:
+            raise SourceError(
+                f"{self.path}: tokenizer.ggml.tokens is not a list of strings "
+                f"({self._type(tokens)})"
+            )
+        token_id = int(id_field.parts[id_field.data[0]][0])
+        if not 0 <= token_id < len(tokens.data):
+            return None
+        return self.text(tokens, f"tokenizer.ggml.tokens[{token_id}]", token_id)
+
+    @staticmethod
+    def _type(reader_field) -> str:
+        return " of ".join(getattr(kind, "name", str(kind)).lower() for kind in reader_field.types)
 
 
-def _gguf_token(fields: dict, id_key: str) -> str | None:
-    tokens = fields.get("tokenizer.ggml.tokens")
-    id_field = fields.get(id_key)
-    if tokens is None or id_field is None:
-        return None
-    token_id = int(id_field.parts[id_field.data[0]][0])
-    if not 0 <= token_id < len(tokens.data):
-        return None
-    return _gguf_string(tokens, token_id)
+def _integer_types(types) -> set:
+    names = ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64", "INT64")
+    return {getattr(types, name) for name in names if hasattr(types, name)}
 
 
 __all__ = [

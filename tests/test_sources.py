@@ -18,6 +18,7 @@ from compiler.sources import (
     extract_templates,
     fetch_corpus,
     load_manifest,
+    one_source,
     slugify,
 )
 
@@ -119,6 +120,51 @@ def test_missing_extra_source(tmp_path):
         discover(None, [str(tmp_path / "nope")])
 
 
+def test_a_directory_without_templates_is_an_error(tmp_path):
+    """A mistyped --templates that exists (or a corpus not fetched) would build nothing
+    and say so with exit 0."""
+    (tmp_path / "t").mkdir()
+    with pytest.raises(SourceError, match=r"t holds no \.jinja files$"):
+        discover(str(tmp_path / "t"))
+    write(tmp_path / "specs" / "foo.yaml", "spec_version: 1\n")
+    write(tmp_path / "specs" / "foo.jinja" / "x", "a directory named like a template")
+    with pytest.raises(SourceError, match=r"specs holds no \.jinja files$"):
+        discover(str(tmp_path / "specs"))
+    # Still an error next to a source that has a template: the directory was named.
+    model = tmp_path / "m"
+    write(model / "chat_template.jinja", "x")
+    with pytest.raises(SourceError, match="holds no"):
+        discover(str(tmp_path / "t"), [str(model)])
+
+
+def test_a_manifest_without_its_templates_says_how_to_fetch_them(tmp_path):
+    manifest = {
+        "corpus": {"package": "p", "version": "0", "sha256": "0" * 64, "member_dir": "t"},
+        "templates": {"a.jinja": {"sha256": "1" * 64}, "b.jinja": {"sha256": "2" * 64}},
+    }
+    write(tmp_path / "manifest.json", json.dumps(manifest))
+    with pytest.raises(SourceError) as caught:
+        discover(str(tmp_path))
+    assert str(caught.value) == (
+        f"templates directory {tmp_path} holds no .jinja files "
+        "(its manifest lists 2: `make templates` fetches them)"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t\n"])
+def test_an_empty_template_comes_with_a_warning(tmp_path, text):
+    path = write(tmp_path / "empty.jinja", text)
+    write(tmp_path / "fine.jinja", "{{ messages[0].content }}")
+    empty, fine = discover(str(tmp_path))
+    [warning] = empty.warnings
+    assert warning.startswith(f"{path}: the template is empty: it renders nothing")
+    assert fine.warnings == ()
+    model = tmp_path / "m"
+    write(model / "tokenizer_config.json", json.dumps({"chat_template": text}))
+    [source] = discover(None, [str(model)])
+    assert source.warnings == (f"{model}{warning[len(path):]}",)
+
+
 # --------------------------------------------------------------------------- model directories
 
 
@@ -178,6 +224,39 @@ def test_model_directory_without_template(tmp_path):
         discover(None, [str(tmp_path / "m")])
 
 
+@pytest.mark.parametrize(
+    "value, kind", [(42, "a number"), (True, "a boolean"), ({"default": "x"}, "an object")]
+)
+def test_model_directory_with_a_chat_template_of_the_wrong_type(tmp_path, value, kind):
+    config = tmp_path / "m" / "tokenizer_config.json"
+    write(config, json.dumps({"chat_template": value}))
+    with pytest.raises(SourceError) as caught:
+        discover(None, [str(tmp_path / "m")])
+    assert str(caught.value) == (
+        f"{config}: chat_template is {kind}, not a string or a list of named templates"
+    )
+
+
+def test_one_source_of_named_templates_is_the_default_unless_named(tmp_path):
+    model = tmp_path / "c4ai"
+    config = {
+        "chat_template": [
+            {"name": "tool_use", "template": "T"},
+            {"name": "default", "template": "D"},
+        ]
+    }
+    write(model / "tokenizer_config.json", json.dumps(config))
+    assert one_source(str(model)).source == "D"  # as the build and Hugging Face take it
+    assert one_source(str(model), "tool_use").source == "T"
+    config["chat_template"] = [
+        {"name": "rag", "template": "R"},
+        {"name": "tool_use", "template": "T"},
+    ]
+    write(model / "tokenizer_config.json", json.dumps(config))
+    with pytest.raises(SourceError, match="holds 2 templates; name one of: rag, tool_use"):
+        one_source(str(model))
+
+
 def test_model_directory_with_broken_config(tmp_path):
     write(tmp_path / "m" / "tokenizer_config.json", "{not json")
     with pytest.raises(SourceError, match="tokenizer_config.json"):
@@ -216,6 +295,64 @@ def test_gguf_file(tmp_path):
         ("tiny_model_q4_tool_use", f"{path}#tool_use", "T"),
     ]
     assert all((s.bos_token, s.eos_token) == ("<s>", "</s>") for s in sources)
+
+
+def write_gguf(path: str, template: object = "{{ messages[0].content }}") -> str:
+    gguf = pytest.importorskip("gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_token_list(["<unk>", "<s>", "</s>", "hi"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    if isinstance(template, int):
+        writer.add_uint32("tokenizer.chat_template", template)
+    else:
+        writer.add_chat_template(template)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_truncated_gguf_is_one_clear_line_naming_the_file(tmp_path):
+    whole = write_gguf(str(tmp_path / "whole.gguf"))
+    with open(whole, "rb") as handle:
+        data = handle.read()
+    cut = str(tmp_path / "cut.gguf")
+    for size in range(len(data)):
+        write(cut, data[:size])
+        try:
+            [source] = discover(None, [cut])
+        except SourceError as error:
+            message = str(error)
+            assert message.startswith(f"{cut}: "), message
+            assert "\n" not in message
+            assert any(
+                words in message
+                for words in ("truncated GGUF file", "truncated or damaged GGUF file", "not a GGUF")
+            ), message
+        else:  # cut in the padding after the metadata: the template is whole
+            assert source.source == "{{ messages[0].content }}", size
+
+
+def test_a_template_cut_short_in_a_gguf_is_not_read_as_a_shorter_template(tmp_path):
+    whole = write_gguf(str(tmp_path / "whole.gguf"), "{{ messages[0].content }}" * 4)
+    with open(whole, "rb") as handle:
+        data = handle.read()
+    cut = write(str(tmp_path / "cut.gguf"), data[: data.rindex(b"}}") - 10])
+    with pytest.raises(SourceError) as caught:
+        discover(None, [cut])
+    assert str(caught.value) == (
+        f"{cut}: truncated GGUF file: tokenizer.chat_template declares 100 bytes, "
+        "the file holds 88"
+    )
+
+
+def test_a_gguf_template_that_is_not_a_string_is_an_error(tmp_path):
+    path = write_gguf(str(tmp_path / "odd.gguf"), 7)
+    with pytest.raises(SourceError) as caught:
+        discover(None, [path])
+    assert str(caught.value) == f"{path}: tokenizer.chat_template is not a string (uint32)"
 
 
 # --------------------------------------------------------------------------- corpus
