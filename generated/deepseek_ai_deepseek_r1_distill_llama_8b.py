@@ -233,6 +233,15 @@ class StreamParser:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
             self._run = None
+            if self._hold_from is not None:
+                del self._deltas[self._hold_from :]  # held back: never sent
+                self._hold_from = None
+                self._opened = []
+            self._abandon()
+            unsent = self._held + self._held_stop + "".join(self._raw) + self._pending
+            self._held = self._held_stop = ""
+            self._raw = []
+            self._pending = unsent
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -370,6 +379,13 @@ class StreamParser:
             self._run = run
             yield
             self._run = None
+
+    def _abandon(self, start=0):
+        """The calls sent since the ``start``-th unconfirmed one are not calls."""
+        for index in self._opened[start:]:
+            self._completing.pop(index, None)
+            self.abandoned.append(index)
+        del self._opened[start:]
 
 
 def grammar(*, tools=None, enable_thinking=True):

@@ -64,13 +64,33 @@ def _match(text, at, literal):
     around it — or -1."""
     if text.startswith(literal, at):
         return at + len(literal)
+    # Other whitespace: any run of it, the literal's core, then its trailing
+    # whitespace if that is written. One compiled pattern per literal does this in
+    # a single C-level match (the fallback is common: whitespace before a call, a
+    # marker looked for where something else is written).
+    found = (_LOOSE.get(literal) or _loose(literal))(text, at)
+    return found.end() if found else -1
+
+
+def _loose(literal):
+    """The ``match`` of the pattern ``_match`` falls back on for ``literal`` (``\\s``
+    is exactly ``str.isspace``). Where the literal has a core, it matches exactly
+    where ``_match`` finds the literal, written exactly or not."""
+    loose = _LOOSE.get(literal)
+    if loose is not None:
+        return loose
     core = literal.strip()
-    at = _skip_space(text, at)
-    if not text.startswith(core, at):
-        return -1
-    at += len(core)
     trail = literal[len(literal.rstrip()) :]
-    return at + len(trail) if trail and text.startswith(trail, at) else at
+    pattern = r"\s*" + re.escape(core)
+    if trail:
+        pattern += "(?:%s)?" % re.escape(trail)
+    loose = re.compile(pattern).match
+    if len(_LOOSE) < 256:  # literals are the format's, but a suffix may name a key
+        _LOOSE[literal] = loose
+    return loose
+
+
+_LOOSE: dict = {}
 
 
 def _good_name(name):
@@ -266,7 +286,9 @@ def _load(text, literal):
         raise ValueError(str(error)) from None
 
 
-_DECODE = json.JSONDecoder().raw_decode
+# The json module's C scanner: the value at an index and where it ends, or
+# StopIteration where none starts there (raw_decode, less its Python wrapper).
+_SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _read_object(text, at):
@@ -275,8 +297,8 @@ def _read_object(text, at):
     at = _skip_space(text, at)
     # The json module's C scanner finds the end and decodes in one pass.
     try:
-        value, end = _DECODE(text, at)
-    except (ValueError, RecursionError):
+        value, end = _SCAN_ONCE(text, at)
+    except (ValueError, RecursionError, StopIteration):
         return None
     return (value, at, end) if isinstance(value, dict) else None
 
@@ -306,6 +328,10 @@ def _read_calls(text, at, types):
     while True:
         before = at
         if calls:
+            if at == len(text):
+                # Nothing is left, and no call can be read from nothing: one that
+                # could would be read there again and again.
+                break
             at = _match(text, at, CALL_SEPARATOR)
             if at < 0:
                 at = before
@@ -339,11 +365,9 @@ def _read_tagged_call(text, at, types):
     end = _word_end(text, at)
     if end < 0:
         return None
-    word = text[at:end].strip()
-    if not _good_name(word):
-        return None
+    word = text[at:end]
     at = end
-    if at < 0:
+    if not _good_name(word):
         return None
     name = word if name is None else name
     found = _read_object(text, at)
@@ -372,6 +396,8 @@ def _find_calls(text, types, strict):
 def _trailing(text):
     """What is left after the calls once end-of-turn markers are dropped."""
     rest = text.strip()
+    if not rest:
+        return rest  # the common case: nothing follows the calls
     markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
@@ -531,6 +557,15 @@ class StreamParser:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
             self._run = None
+            if self._hold_from is not None:
+                del self._deltas[self._hold_from :]  # held back: never sent
+                self._hold_from = None
+                self._opened = []
+            self._abandon()
+            unsent = self._held + self._held_stop + "".join(self._raw) + self._pending
+            self._held = self._held_stop = ""
+            self._raw = []
+            self._pending = unsent
             self._reader = self._rest_as_content()
             next(self._reader, None)
 

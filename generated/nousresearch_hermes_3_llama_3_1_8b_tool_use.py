@@ -49,24 +49,38 @@ ID_PATH: tuple[str, ...] = ()
 TOOL_NAME_RULE: str = "tool-name"
 
 
-def _skip_space(text, at):
-    while at < len(text) and text[at].isspace():
-        at += 1
-    return at
-
-
 def _match(text, at, literal):
     """The end of ``literal`` written at ``at`` — exactly, or with other whitespace
     around it — or -1."""
     if text.startswith(literal, at):
         return at + len(literal)
+    # Other whitespace: any run of it, the literal's core, then its trailing
+    # whitespace if that is written. One compiled pattern per literal does this in
+    # a single C-level match (the fallback is common: whitespace before a call, a
+    # marker looked for where something else is written).
+    found = (_LOOSE.get(literal) or _loose(literal))(text, at)
+    return found.end() if found else -1
+
+
+def _loose(literal):
+    """The ``match`` of the pattern ``_match`` falls back on for ``literal`` (``\\s``
+    is exactly ``str.isspace``). Where the literal has a core, it matches exactly
+    where ``_match`` finds the literal, written exactly or not."""
+    loose = _LOOSE.get(literal)
+    if loose is not None:
+        return loose
     core = literal.strip()
-    at = _skip_space(text, at)
-    if not text.startswith(core, at):
-        return -1
-    at += len(core)
     trail = literal[len(literal.rstrip()) :]
-    return at + len(trail) if trail and text.startswith(trail, at) else at
+    pattern = r"\s*" + re.escape(core)
+    if trail:
+        pattern += "(?:%s)?" % re.escape(trail)
+    loose = re.compile(pattern).match
+    if len(_LOOSE) < 256:  # literals are the format's, but a suffix may name a key
+        _LOOSE[literal] = loose
+    return loose
+
+
+_LOOSE: dict = {}
 
 
 def _good_name(name):
@@ -265,7 +279,9 @@ class _ValueEnd:
         return size if not depth and not self.quote and self.read else -1
 
 
-_DECODE = json.JSONDecoder().raw_decode
+# The json module's C scanner: the value at an index and where it ends, or
+# StopIteration where none starts there (raw_decode, less its Python wrapper).
+_SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
@@ -276,16 +292,28 @@ _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
+# The steps of reading an object member by member, each one match: its opening
+# brace (after any whitespace at all), a key's colon, and what follows a value (the
+# closing brace, group 1, or a comma), with the JSON whitespace around them.
+_JSON_OPEN = re.compile(r"\s*\{[ \t\n\r]*")
+
+
+_JSON_COLON = re.compile(r"[ \t\n\r]*:[ \t\n\r]*")
+
+
+_JSON_NEXT = re.compile(r"[ \t\n\r]*(?:(\})|,[ \t\n\r]*)")
+
+
 def _read_members(text, at):
     """The JSON object written at ``at``, after any whitespace, member by member:
     ({key: (value, start, end)}, end) or None. Knowing where each value is written
     lets a call keep the model's own text; each value is decoded once, by the json
     module's C scanner. A call object that repeats a key is not well-formed."""
-    at = _skip_space(text, at)
-    if not text.startswith("{", at):
+    opened = _JSON_OPEN.match(text, at)
+    if opened is None:
         return None
     members: dict = {}
-    at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+    at = opened.end()
     if text.startswith("}", at):
         return members, at + 1
     try:
@@ -293,19 +321,19 @@ def _read_members(text, at):
             key, at = _SCAN_STRING(text, at + 1)
             if key in members:
                 return None
-            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
-            if not text.startswith(":", at):
+            colon = _JSON_COLON.match(text, at)
+            if colon is None:
                 return None
-            start = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
-            value, at = _DECODE(text, start)
+            start = colon.end()
+            value, at = _SCAN_ONCE(text, start)
             members[key] = (value, start, at)
-            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
-            if text.startswith("}", at):
-                return members, at + 1
-            if not text.startswith(",", at):
+            after = _JSON_NEXT.match(text, at)
+            if after is None:
                 return None
-            at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
-    except (ValueError, RecursionError):
+            if after.group(1):
+                return members, after.end()
+            at = after.end()
+    except (ValueError, RecursionError, StopIteration):
         pass
     return None
 
@@ -344,6 +372,10 @@ def _read_calls(text, at, types):
     while True:
         before = at
         if calls:
+            if at == len(text):
+                # Nothing is left, and no call can be read from nothing: one that
+                # could would be read there again and again.
+                break
             at = _match(text, at, CALL_SEPARATOR)
             if at < 0:
                 at = before
@@ -452,6 +484,8 @@ def _find_calls(text, types, strict):
 def _trailing(text):
     """What is left after the calls once end-of-turn markers are dropped."""
     rest = text.strip()
+    if not rest:
+        return rest  # the common case: nothing follows the calls
     markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
@@ -604,6 +638,15 @@ class StreamParser:
             next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
             self._run = None
+            if self._hold_from is not None:
+                del self._deltas[self._hold_from :]  # held back: never sent
+                self._hold_from = None
+                self._opened = []
+            self._abandon()
+            unsent = self._held + self._held_stop + "".join(self._raw) + self._pending
+            self._held = self._held_stop = ""
+            self._raw = []
+            self._pending = unsent
             self._reader = self._rest_as_content()
             next(self._reader, None)
 
@@ -775,6 +818,7 @@ class StreamParser:
             self._replay(held + "".join(self._raw) + self._pending)
             return len(held) + at - start + len(TRIGGER)
         self._commit()
+        self._raw = []  # the calls are read: nothing of them is replayed
         return -1
 
     def _commit(self):

@@ -37,8 +37,16 @@ from .format import (
     TRIGGER,
     VALUE_SUFFIX_NAMES_KEY,
 )
-from .text import _before, _good_name, _match, _seek, _skip_space, _word_end
-from .values import _field, _load, _read_members, _read_object, _typed, _value_end
+from .text import _good_name, _loose, _match, _read_to, _skip_space, _word_end
+from .values import (
+    _field,
+    _json_object,
+    _load,
+    _read_members,
+    _read_object,
+    _typed,
+    _value_end,
+)
 
 
 def _call(name, arguments, call_id):
@@ -70,6 +78,10 @@ def _read_calls(text, at, types):
     while True:
         before = at
         if calls:
+            if at == len(text):
+                # Nothing is left, and no call can be read from nothing: one that
+                # could would be read there again and again.
+                break
             at = _match(text, at, CALL_SEPARATOR)
             if at < 0:
                 at = before
@@ -178,7 +190,7 @@ def _read_literal_call(text, at, types):
         arguments = _field(value, ARGUMENTS_PATH)
         call_id = _field(value, ID_PATH) if ID_PATH else None
     if isinstance(arguments, dict):
-        arguments = json.dumps(arguments, ensure_ascii=False)
+        arguments = _json_object(arguments)
     elif isinstance(arguments, str):
         try:
             json.loads(arguments)
@@ -207,14 +219,14 @@ def _read_tagged_call(text, at, types):
                 if LITERAL == "json":
                     arguments = text[start:end]
                 else:
-                    arguments = json.dumps(value, ensure_ascii=False)
+                    arguments = _json_object(value)
                 at = _close(text, end, after)
             else:
                 read = _read_arguments(text, at, types.get(name, {}), after)
                 if read is None:
                     return None
                 values, at = read
-                arguments = json.dumps(values, ensure_ascii=False)
+                arguments = _json_object(values)
                 at = _close(text, at, after)
             if at < 0:
                 return None
@@ -232,14 +244,19 @@ def _read_tagged_call(text, at, types):
         else:
             # the function name, or the call's id
             at = _skip_space(text, at)
-            end = _seek(text, at, after) if after.strip() else _word_end(text, at)
-            if end < 0:
-                return None
-            word = text[at:end].strip()
+            if after.strip():
+                found = _read_to(text, at, after)
+                if found is None:
+                    return None
+                word = text[at : found[0]].strip()
+                at = found[1]
+            else:
+                end = _word_end(text, at)
+                if end < 0:
+                    return None
+                word = text[at:end]
+                at = end
             if not _good_name(word):
-                return None
-            at = _match(text, end, after) if after.strip() else end
-            if at < 0:
                 return None
             if hole == "name":
                 name = word if name is None else name
@@ -252,28 +269,32 @@ def _read_arguments(text, at, types, stop):
     """Key/value units up to ``stop`` or the first text that does not start one:
     (values, end), or None when a unit starts but is broken."""
     values: dict = {}
+    # Where ``stop`` is written (as _match finds it) the units end: its pattern is
+    # looked up once, and tried at each unit in one C-level match.
+    stops = _loose(stop) if stop.strip() else None
     while True:
         unit = at
-        if stop.strip() and _match(text, at, stop) >= 0:
+        if stops and stops(text, at):
             return values, unit
-        if values:
-            at = _match(text, at, ARG_SEPARATOR)
-            if at < 0:
-                return values, unit
+        if ARG_SEPARATOR:  # (an empty one matches where it is)
+            if values:
+                at = _match(text, at, ARG_SEPARATOR)
+                if at < 0:
+                    return values, unit
         at = _match(text, at, ARG_KEY_PREFIX)
         if at < 0:
             return values, unit
-        end = _seek(text, at, ARG_KEY_END)
-        key = text[at:end].strip() if end >= 0 else ""
+        found = _read_to(text, at, ARG_KEY_END)
+        key = text[at : found[0]].strip() if found else ""
         if not _good_name(key):
             return values, unit
-        at = _match(text, end, ARG_KEY_END)
+        at = found[1]
         if ARG_VALUE_START:
             # the key's closing text names the value's type; skip to the value
-            end = _seek(text, at, ARG_VALUE_START)
-            if end < 0:
+            found = _read_to(text, at, ARG_VALUE_START)
+            if found is None:
                 return None
-            at = _match(text, end, ARG_VALUE_START)
+            at = found[1]
         if SUFFIXED_VALUES:
             if VALUE_SUFFIX_NAMES_KEY:
                 suffix = ARG_VALUE_SUFFIX.replace(
@@ -281,12 +302,14 @@ def _read_arguments(text, at, types, stop):
                 )  # the closer repeats the key
             else:
                 suffix = ARG_VALUE_SUFFIX
-            end = _seek(text, at, suffix)
-            if end < 0:
+            found = _read_to(text, at, suffix)
+            if found is None:
                 return None
-            raw = _before(text[at:end], suffix)
-            at = _match(text, end, suffix)
-            values[key] = _typed(raw, types.get(key), LITERAL)
+            raw = text[at : found[0]]
+            at = found[1]
+            kind = types.get(key)
+            # (a string, the common case, is the text as written: no call for it)
+            values[key] = raw if kind == "string" else _typed(raw, kind, LITERAL)
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
             end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
             if end < 0:
@@ -351,6 +374,8 @@ def _find_calls(text, types, strict):
 def _trailing(text):
     """What is left after the calls once end-of-turn markers are dropped."""
     rest = text.strip()
+    if not rest:
+        return rest  # the common case: nothing follows the calls
     markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:

@@ -132,13 +132,40 @@ def _schema_types(tools):
     return types
 
 
-_DECODE = json.JSONDecoder().raw_decode
+# The json module's C scanner: the value at an index and where it ends, or
+# StopIteration where none starts there (raw_decode, less its Python wrapper).
+_SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
 # What the json module takes for whitespace between tokens (it always matches, if
 # only the empty string).
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+# The steps of reading an object member by member, each one match: its opening
+# brace (after any whitespace at all), a key's colon, and what follows a value (the
+# closing brace, group 1, or a comma), with the JSON whitespace around them.
+_JSON_OPEN = re.compile(r"\s*\{[ \t\n\r]*")
+_JSON_COLON = re.compile(r"[ \t\n\r]*:[ \t\n\r]*")
+_JSON_NEXT = re.compile(r"[ \t\n\r]*(?:(\})|,[ \t\n\r]*)")
 # json.dumps's own string encoder, without its per-call set-up.
 _ENCODE_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def _json_object(values):
+    """``json.dumps(values, ensure_ascii=False)`` for arguments read as key/value
+    units. Where every key and value is a string (code, paths, prose: the common
+    case) the text is put together from json's own string encoder, as json.dumps
+    writes it, without the encoder it sets up per call (a few microseconds, most of
+    the JSON work of a short call)."""
+    for key, value in values.items():
+        if not (isinstance(key, str) and isinstance(value, str)):
+            return json.dumps(values, ensure_ascii=False)
+    if not values:
+        return "{}"
+    parts: list = []
+    for key, value in values.items():
+        parts += (", ", _ENCODE_STRING(key), ": ", _ENCODE_STRING(value))
+    parts[0] = "{"  # the first member's separator opens the object
+    parts.append("}")
+    return "".join(parts)  # one join: a long value is copied once
 
 
 def _json_text(text):
@@ -157,8 +184,8 @@ def _read_object(text, at):
     if LITERAL == "json":
         # The json module's C scanner finds the end and decodes in one pass.
         try:
-            value, end = _DECODE(text, at)
-        except (ValueError, RecursionError):
+            value, end = _SCAN_ONCE(text, at)
+        except (ValueError, RecursionError, StopIteration):
             return None
     else:
         end = _value_end(text, at)
@@ -176,11 +203,11 @@ def _read_members(text, at):
     ({key: (value, start, end)}, end) or None. Knowing where each value is written
     lets a call keep the model's own text; each value is decoded once, by the json
     module's C scanner. A call object that repeats a key is not well-formed."""
-    at = _skip_space(text, at)
-    if not text.startswith("{", at):
+    opened = _JSON_OPEN.match(text, at)
+    if opened is None:
         return None
     members: dict = {}
-    at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+    at = opened.end()
     if text.startswith("}", at):
         return members, at + 1
     try:
@@ -188,19 +215,19 @@ def _read_members(text, at):
             key, at = _SCAN_STRING(text, at + 1)
             if key in members:
                 return None
-            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
-            if not text.startswith(":", at):
+            colon = _JSON_COLON.match(text, at)
+            if colon is None:
                 return None
-            start = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
-            value, at = _DECODE(text, start)
+            start = colon.end()
+            value, at = _SCAN_ONCE(text, start)
             members[key] = (value, start, at)
-            at = _JSON_SPACE.match(text, at).end()  # type: ignore[union-attr]
-            if text.startswith("}", at):
-                return members, at + 1
-            if not text.startswith(",", at):
+            after = _JSON_NEXT.match(text, at)
+            if after is None:
                 return None
-            at = _JSON_SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
-    except (ValueError, RecursionError):
+            if after.group(1):
+                return members, after.end()
+            at = after.end()
+    except (ValueError, RecursionError, StopIteration):
         pass
     return None
 
