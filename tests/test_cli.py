@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 
 import pytest
 import yaml
@@ -845,6 +846,38 @@ def test_help_shows_the_defaults(capsys, command, defaults):
     shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
     for default in defaults:
         assert f"(default: {default})" in shown
+
+
+# --------------------------------------------------------------------------- packaging
+
+
+def test_the_license_is_an_spdx_expression_setuptools_takes():
+    # The {text = ...} table is deprecated: setuptools warned on every install.
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+        project = tomllib.load(handle)
+    assert project["project"]["license"] == "MIT"
+    [setuptools] = project["build-system"]["requires"]
+    assert setuptools == "setuptools>=77"  # the first release that reads an SPDX license
+
+
+def test_pytest_shows_why_tests_were_skipped(tmp_path):
+    """One line per test and reason, with a count: not one per skipped test."""
+    write(
+        tmp_path / "test_skips.py",
+        "import pytest\n\n"
+        "@pytest.mark.parametrize('n', range(5))\n"
+        "def test_it(n):\n"
+        "    pytest.skip('the template cannot express this case')\n",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-c", os.path.join(ROOT, "pyproject.toml"), "--rootdir", ".", "test_skips.py"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped == [
+        "SKIPPED [5] test_skips.py:5: the template cannot express this case"
+    ], result.stdout
 
 
 def test_usage_errors_exit_2(capsys):
