@@ -861,22 +861,26 @@ def test_the_license_is_an_spdx_expression_setuptools_takes():
 
 
 def test_pytest_shows_why_tests_were_skipped(tmp_path):
-    """One line per test and reason, with a count: not one per skipped test."""
+    """One line per test and reason, with a count: not one per skipped test; failures
+    are still listed."""
     write(
         tmp_path / "test_skips.py",
         "import pytest\n\n"
         "@pytest.mark.parametrize('n', range(5))\n"
         "def test_it(n):\n"
-        "    pytest.skip('the template cannot express this case')\n",
+        "    pytest.skip('the template cannot express this case')\n\n"
+        "def test_fails():\n"
+        "    assert False\n",
     )
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-c", os.path.join(ROOT, "pyproject.toml"), "--rootdir", ".", "test_skips.py"],
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
-    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert skipped == [
-        "SKIPPED [5] test_skips.py:5: the template cannot express this case"
+    summary = result.stdout.split("short test summary info")[-1].splitlines()[1:-1]
+    assert summary == [
+        "SKIPPED [5] test_skips.py:5: the template cannot express this case",
+        "FAILED test_skips.py::test_fails - assert False",
     ], result.stdout
 
 
