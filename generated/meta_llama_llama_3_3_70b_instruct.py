@@ -496,6 +496,32 @@ class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
 
+def _joined(deltas):
+    """``deltas`` with each run of argument pieces for one call joined into one."""
+    out: list = []
+    run: list = []
+    for delta in deltas + [{}]:
+        parts = delta.get("tool_calls")
+        if (
+            parts
+            and list(delta) == ["tool_calls"]
+            and list(parts[0]) == ["index", "function"]
+        ):
+            if run and run[0]["tool_calls"][0]["index"] == parts[0]["index"]:
+                run.append(delta)
+                continue
+        if run:
+            pieces = [d["tool_calls"][0]["function"]["arguments"] for d in run]
+            run[0]["tool_calls"][0]["function"]["arguments"] = "".join(pieces)
+            out.append(run[0])
+            run = []
+        if parts and list(delta) == ["tool_calls"]:
+            run = [delta]
+        elif delta:
+            out.append(delta)
+    return out
+
+
 def _is_json(text):
     try:
         json.loads(text)
@@ -731,6 +757,8 @@ class StreamParser:
             self._replay("".join(self._raw) + self._pending)
             yield from self._read_plain(closing)
             return
+        # The calls are sent, their pieces joined (held, they were kept apart).
+        self._deltas[self._hold_from :] = _joined(self._deltas[self._hold_from :])
         self._hold_from = None
         self._pending = ""
 
@@ -828,7 +856,13 @@ class StreamParser:
     def _arguments_text(self, index, text):
         if not text:
             return
-        if self._deltas and "tool_calls" in self._deltas[-1]:
+        # A delta held back (maybe) over many chunks is not grown piece by piece:
+        # that would copy it with every chunk.
+        if (
+            self._hold_from is None
+            and self._deltas
+            and "tool_calls" in self._deltas[-1]
+        ):
             (call,) = self._deltas[-1]["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text

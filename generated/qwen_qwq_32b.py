@@ -986,7 +986,13 @@ class StreamParser:
     def _arguments_text(self, index, text):
         if not text:
             return
-        if self._deltas and "tool_calls" in self._deltas[-1]:
+        # A delta held back (maybe) over many chunks is not grown piece by piece:
+        # that would copy it with every chunk.
+        if (
+            self._hold_from is None
+            and self._deltas
+            and "tool_calls" in self._deltas[-1]
+        ):
             (call,) = self._deltas[-1]["tool_calls"]
             if call["index"] == index:
                 call["function"]["arguments"] += text
