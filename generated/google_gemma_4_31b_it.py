@@ -536,6 +536,8 @@ def _read_arguments(text, at, types, stop):
         key = text[at : found[0]].strip() if found else ""
         if not _good_name(key):
             return values, unit
+        if key in values:
+            return None  # a key given twice: the call is not well-formed
         at = found[1]
         if text.startswith(ARG_STRING_OPEN, at):
             end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
@@ -642,6 +644,18 @@ class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
 
+def _final_stop_apart(text):
+    """(``text`` less a final end-of-turn marker, that marker with the whitespace
+    after it), the marker found as ``_strip_stop`` finds it."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    for stop in STOP:
+        if stop and text.endswith(stop, 0, end):
+            return text[: end - len(stop)], text[end - len(stop) :]
+    return text, ""
+
+
 def _is_json(text):
     try:
         json.loads(text)
@@ -681,6 +695,10 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types: dict = _schema_types(tools)
         self._pending = ""  # text read but not yet settled
+        # An end-of-turn marker (and whitespace) that ends the text so far: kept
+        # from the reader, since parse strips it before reading when it ends the
+        # output, until more text follows it.
+        self._tail = ""
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
         # its length, not again with every chunk.
@@ -713,13 +731,14 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None:
+        if self._run is not None and self._hold_from is None and not self._tail:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
         if chunk:
-            self._pending += "".join(self._space) + chunk
+            text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
+            self._pending, self._tail = _final_stop_apart(text)
             self._step()
         return self._take()
 
@@ -729,9 +748,12 @@ class StreamParser:
             self._eof = True
             self._pending += "".join(self._space)
             self._space = []
-            trimmed = _strip_stop(self._pending)
-            self._stop_cut = trimmed != self._pending
-            self._pending = trimmed
+            if self._tail:  # the final end-of-turn marker, which parse strips
+                self._stop_cut = True
+            else:
+                trimmed = _strip_stop(self._pending)
+                self._stop_cut = trimmed != self._pending
+                self._pending = trimmed
             self._step()
         return self._take()
 
@@ -1133,6 +1155,7 @@ class StreamParser:
         one, sent as JSON as they are read."""
         types = self._types.get(name, {})
         count = 0
+        keys = set()
         while True:
             mark = len(self._raw)
             if stop.strip() and (yield from self._peek(stop)):
@@ -1146,6 +1169,9 @@ class StreamParser:
             if key is None:
                 self._rewind(mark)
                 break
+            if key in keys:
+                raise _Broken  # a key given twice: the call is not well-formed
+            keys.add(key)
             kind = types.get(key)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")

@@ -536,6 +536,18 @@ class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
 
+def _final_stop_apart(text):
+    """(``text`` less a final end-of-turn marker, that marker with the whitespace
+    after it), the marker found as ``_strip_stop`` finds it."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    for stop in STOP:
+        if stop and text.endswith(stop, 0, end):
+            return text[: end - len(stop)], text[end - len(stop) :]
+    return text, ""
+
+
 def _is_json(text):
     try:
         json.loads(text)
@@ -579,6 +591,10 @@ class StreamParser:
         self._thinking = bool(enable_thinking)
         self._types: dict = {}
         self._pending = ""  # text read but not yet settled
+        # An end-of-turn marker (and whitespace) that ends the text so far: kept
+        # from the reader, since parse strips it before reading when it ends the
+        # output, until more text follows it.
+        self._tail = ""
         # Whitespace held back after the pending text (none, or a final end-of-turn
         # marker): kept apart so that a long run of it costs time in proportion to
         # its length, not again with every chunk.
@@ -611,13 +627,14 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None:
+        if self._run is not None and self._hold_from is None and not self._tail:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
         if chunk:
-            self._pending += "".join(self._space) + chunk
+            text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
+            self._pending, self._tail = _final_stop_apart(text)
             self._step()
         return self._take()
 
@@ -627,9 +644,12 @@ class StreamParser:
             self._eof = True
             self._pending += "".join(self._space)
             self._space = []
-            trimmed = _strip_stop(self._pending)
-            self._stop_cut = trimmed != self._pending
-            self._pending = trimmed
+            if self._tail:  # the final end-of-turn marker, which parse strips
+                self._stop_cut = True
+            else:
+                trimmed = _strip_stop(self._pending)
+                self._stop_cut = trimmed != self._pending
+                self._pending = trimmed
             self._step()
         return self._take()
 

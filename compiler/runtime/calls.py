@@ -288,6 +288,8 @@ def _read_arguments(text, at, types, stop):
         key = text[at : found[0]].strip() if found else ""
         if not _good_name(key):
             return values, unit
+        if key in values:
+            return None  # a key given twice: the call is not well-formed
         at = found[1]
         if ARG_VALUE_START:
             # the key's closing text names the value's type; skip to the value

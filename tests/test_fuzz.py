@@ -1,0 +1,127 @@
+"""Fuzzing every generated module with inputs built from its own markers and from
+mutated round-trip texts (derandomized: each module's inputs come from a generator
+seeded by its name, so a failure reproduces).
+
+For every input, and every way the stream is cut here (one character at a time,
+whole, and at random places):
+
+- neither ``parse`` nor ``StreamParser`` raises;
+- nothing is lost: where ``parse`` reads no call, every letter of the input outside
+  the format's markers shows in its content or reasoning (a malformed call comes back
+  as content; where calls are read, the round-trip tests check what they hold);
+- the stream contract (DESIGN): the deltas, with the calls the stream abandoned left
+  out, merge into ``parse``'s message; an abandoned call's arguments never read as
+  JSON and its index is not used again.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import re
+
+import pytest
+
+from tests import roundtrip as rt
+from tests.test_stream import merge, streamed
+
+INPUTS_PER_MODULE = 400
+# Words whose letters a reader may rightly change: Python literals are written as
+# JSON (None -> null), and numbers are typed (1.50 -> 1.5, 1e5 -> 100000.0).
+_REWRITTEN = re.compile(r"(?i)\b(?:none|true|false|null)\b|(?<![\w.])[-+]?\d[\w.+-]*")
+_WORDS = ["get_weather", "city", "Paris", "unit", "hello world", "x", "Ünïcødé", "a\\b"]
+_JSON_BITS = ["{", "}", "[", "]", '"', ":", ",", "'", "(", ")", "=", "<", ">", "/", "|"]
+_SPACES = [" ", "\n", "\t", "  \n"]
+
+
+def _markers(spec: dict) -> list[str]:
+    """Every literal the format writes, and the field names of a JSON call."""
+    reasoning, content, tools = spec["reasoning"], spec["content"], spec["tools"]
+    found = [reasoning.get("start"), reasoning.get("end"), content.get("start")]
+    found += [content.get("end"), *spec["end_of_turn"]["markers"]]
+    section, call = tools.get("section") or {}, tools.get("call") or {}
+    found += [section.get("start"), section.get("end"), call.get("start"), call.get("end")]
+    found += [call.get("separator")] + [part["after"] for part in call.get("parts") or ()]
+    arguments = tools.get("arguments") or {}
+    for key in ("key_prefix", "key_end", "value_start", "value_suffix", "separator"):
+        found.append(arguments.get(key))
+    found += [arguments.get("string_open"), arguments.get("string_close")]
+    found += list(tools.get("end_of_turn_after_calls") or ())
+    fields = tools.get("json") or {}
+    for key in ("name", "arguments", "id"):
+        if isinstance(fields.get(key), str):
+            found += fields[key].split(".")
+    return sorted({m for m in found if m and m.strip()}, key=len, reverse=True)
+
+
+def _letters(text: str) -> collections.Counter:
+    return collections.Counter(c for c in _REWRITTEN.sub(" ", text).lower() if c.isalpha())
+
+
+def _outside_markers(text: str, markers: list[str]) -> str:
+    for marker in markers:
+        text = text.replace(marker.strip(), " ")
+    return text
+
+
+def _built(rng: random.Random, markers: list[str], texts: list[str]) -> str:
+    """An input: a mutated rendered text, or a random sequence of markers and bits."""
+    if texts and rng.random() < 0.5:
+        text = rng.choice(texts)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randint(0, len(text))
+            action = rng.choice(("insert", "delete", "cut", "duplicate"))
+            if action == "insert":
+                bit = rng.choice(markers + _JSON_BITS + _SPACES) if markers else "<"
+                text = text[:at] + bit + text[at:]
+            elif action == "delete":
+                text = text[:at] + text[at + rng.randint(1, 8) :]
+            elif action == "cut":
+                text = text[:at]
+            else:
+                end = min(len(text), at + rng.randint(1, 40))
+                text = text[:end] + text[at:end] + text[end:]
+        return text
+    pieces = []
+    for _ in range(rng.randint(1, 14)):
+        pool = rng.random()
+        if pool < 0.4 and markers:
+            pieces.append(rng.choice(markers))
+        elif pool < 0.65:
+            pieces.append(rng.choice(_WORDS))
+        elif pool < 0.85:
+            pieces.append(rng.choice(_JSON_BITS))
+        else:
+            pieces.append(rng.choice(_SPACES))
+    return "".join(pieces)
+
+
+def _texts(slug: str) -> list[str]:
+    texts = []
+    for kind in rt.ALL_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is not None:
+            texts.append(case.text)
+    return texts
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_fuzz(slug):
+    module = rt.module(slug)
+    markers = _markers(module.SPEC)
+    rng = random.Random(slug)
+    texts = _texts(slug)
+    for number in range(INPUTS_PER_MODULE):
+        text = _built(rng, markers, texts)
+        thinking = rng.random() < 0.5
+        where = f"input {number}: {text!r} (enable_thinking={thinking})"
+        whole = module.parse(text, enable_thinking=thinking)
+        if not whole["tool_calls"]:
+            kept = whole["content"] + " " + (whole["reasoning_content"] or "")
+            missing = _letters(_outside_markers(text, markers)) - _letters(kept)
+            assert not missing, f"{where}: parse lost {''.join(sorted(missing.elements()))!r}"
+        size = len(text)
+        cuttings = [range(1, size), [], sorted(rng.sample(range(1, size), min(size - 1, 6)))] if size > 1 else [[]]
+        for cuts in cuttings:
+            fed, finished, abandoned = streamed(module, text, cuts, enable_thinking=thinking)
+            assert merge(fed + finished, abandoned) == whole, f"{where}: cut at {list(cuts)}"
