@@ -341,8 +341,10 @@ class _ValueEnd:
             if char in _CLOSING:
                 depth.append(_CLOSING[char])
             elif char in ")]}":
-                if not depth or depth.pop() != char:
-                    return index if not depth and (index > at or self.read) else -1
+                if not depth:  # a closer after a bare literal: the literal ends
+                    return index if index > at or self.read else -1
+                if depth.pop() != char:
+                    return -1  # a bracket closed by another kind
                 if not depth:
                     return index + 1
             elif char in "\"'":
@@ -365,9 +367,11 @@ def _load(text, literal):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
-        return ast.literal_eval(text.strip())
-    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
+        value = ast.literal_eval(text.strip())
+        json.dumps(value)  # a set, bytes or a complex number is no JSON value
+    except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
+    return value
 
 
 # The json module's C scanner: the value at an index and where it ends, or

@@ -297,9 +297,11 @@ def _load(text, literal):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
-        return ast.literal_eval(text.strip())
-    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:
+        value = ast.literal_eval(text.strip())
+        json.dumps(value)  # a set, bytes or a complex number is no JSON value
+    except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
+    return value
 
 
 def _typed(text, kind, literal):

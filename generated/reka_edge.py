@@ -273,8 +273,10 @@ class _ValueEnd:
             if char in _CLOSING:
                 depth.append(_CLOSING[char])
             elif char in ")]}":
-                if not depth or depth.pop() != char:
-                    return index if not depth and (index > at or self.read) else -1
+                if not depth:  # a closer after a bare literal: the literal ends
+                    return index if index > at or self.read else -1
+                if depth.pop() != char:
+                    return -1  # a bracket closed by another kind
                 if not depth:
                     return index + 1
             elif char in "\"'":
