@@ -311,6 +311,23 @@ class _ValueEnd:
         twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
         return twin
 
+    def attempt(self, text):
+        """Scan ``text`` as a piece that may not be the last: None when the literal
+        goes on past it; else its end (or -1), with the scanner left as it was
+        before ``text``, so that the text can be read afresh. Undoing costs time in
+        proportion to ``text``, not to the depth of the nesting: only as many
+        brackets as ``text`` has characters can have been closed."""
+        depth = self.depth
+        keep = max(0, len(depth) - len(text))
+        below = depth[keep:]
+        state = self.quote, self.escaped, self.read
+        end = self.scan(text, 0, False)
+        if end is not None:
+            del depth[keep:]
+            depth += below
+            self.quote, self.escaped, self.read = state
+        return end
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
@@ -735,7 +752,7 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None and not self._tail:
+        if self._run is not None:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
@@ -744,6 +761,8 @@ class StreamParser:
             self._space = []
             self._pending, self._tail = _final_stop_apart(text)
             self._step()
+            if self._hold_from is not None or self._tail:
+                self._run = None  # the next chunk goes through the reader
         return self._take()
 
     def finish(self):
@@ -1233,8 +1252,11 @@ class StreamParser:
                 return []
             if not piece:
                 return []
-            sent = _json_text(piece)
-            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+            if '"' in piece or "\\" in piece or not piece.isprintable():
+                piece = _ENCODE_STRING(piece)[1:-1]  # as _json_text, without its call
+            return [
+                {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            ]
 
         while True:
             end = self._pending.find(core)

@@ -671,7 +671,7 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None and not self._tail:
+        if self._run is not None:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
@@ -680,6 +680,8 @@ class StreamParser:
             self._space = []
             self._pending, self._tail = _final_stop_apart(text)
             self._step()
+            if self._hold_from is not None or self._tail:
+                self._run = None  # the next chunk goes through the reader
         return self._take()
 
     def finish(self):
@@ -1205,8 +1207,11 @@ class StreamParser:
                 return []
             if not piece:
                 return []
-            sent = _json_text(piece)
-            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+            if '"' in piece or "\\" in piece or not piece.isprintable():
+                piece = _ENCODE_STRING(piece)[1:-1]  # as _json_text, without its call
+            return [
+                {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            ]
 
         while True:
             end = self._pending.find(core)

@@ -306,6 +306,23 @@ class _ValueEnd:
         twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
         return twin
 
+    def attempt(self, text):
+        """Scan ``text`` as a piece that may not be the last: None when the literal
+        goes on past it; else its end (or -1), with the scanner left as it was
+        before ``text``, so that the text can be read afresh. Undoing costs time in
+        proportion to ``text``, not to the depth of the nesting: only as many
+        brackets as ``text`` has characters can have been closed."""
+        depth = self.depth
+        keep = max(0, len(depth) - len(text))
+        below = depth[keep:]
+        state = self.quote, self.escaped, self.read
+        end = self.scan(text, 0, False)
+        if end is not None:
+            del depth[keep:]
+            depth += below
+            self.quote, self.escaped, self.read = state
+        return end
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
@@ -681,7 +698,7 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None and not self._tail:
+        if self._run is not None:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
@@ -690,6 +707,8 @@ class StreamParser:
             self._space = []
             self._pending, self._tail = _final_stop_apart(text)
             self._step()
+            if self._hold_from is not None or self._tail:
+                self._run = None  # the next chunk goes through the reader
         return self._take()
 
     def finish(self):
@@ -1136,7 +1155,7 @@ class StreamParser:
         loose = 0  # pieces the run kept since it last joined them
 
         def take(chunk):
-            nonlocal scan, loose
+            nonlocal loose
             if self._pending:
                 return None
             if scan.quote and scan.quote not in chunk:
@@ -1145,13 +1164,10 @@ class StreamParser:
                     scan.scan(chunk, 0, False)
                 else:
                     scan.read += len(chunk)
-            else:
-                # The value may end in the chunk: scan a copy, so that the reader
-                # can read the chunk afresh if it does.
-                trial = scan.copy()
-                if trial.scan(chunk, 0, False) is not None:
-                    return None
-                scan = trial
+            elif scan.attempt(chunk) is not None:
+                # The value ends in the chunk: the reader reads it afresh, from
+                # where the scanner was before it.
+                return None
             raw.append(chunk)
             loose += 1
             if loose == _BLOCK:

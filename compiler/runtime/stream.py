@@ -204,7 +204,7 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None and self._hold_from is None and not self._tail:
+        if self._run is not None:
             deltas = self._run(chunk)
             if deltas is not None:
                 return deltas  # the reader still waits where it was
@@ -213,6 +213,8 @@ class StreamParser:
             self._space = []
             self._pending, self._tail = _final_stop_apart(text)
             self._step()
+            if self._hold_from is not None or self._tail:
+                self._run = None  # the next chunk goes through the reader
         return self._take()
 
     def finish(self):
@@ -774,7 +776,7 @@ class StreamParser:
         loose = 0  # pieces the run kept since it last joined them
 
         def take(chunk):
-            nonlocal scan, loose
+            nonlocal loose
             if self._pending:
                 return None
             if scan.quote and scan.quote not in chunk:
@@ -783,13 +785,10 @@ class StreamParser:
                     scan.scan(chunk, 0, False)
                 else:
                     scan.read += len(chunk)
-            else:
-                # The value may end in the chunk: scan a copy, so that the reader
-                # can read the chunk afresh if it does.
-                trial = scan.copy()
-                if trial.scan(chunk, 0, False) is not None:
-                    return None
-                scan = trial
+            elif scan.attempt(chunk) is not None:
+                # The value ends in the chunk: the reader reads it afresh, from
+                # where the scanner was before it.
+                return None
             raw.append(chunk)
             loose += 1
             if loose == _BLOCK:
@@ -1076,8 +1075,11 @@ class StreamParser:
                 return []
             if not piece:
                 return []
-            sent = _json_text(piece)
-            return [{"tool_calls": [{"index": index, "function": {"arguments": sent}}]}]
+            if '"' in piece or "\\" in piece or not piece.isprintable():
+                piece = _ENCODE_STRING(piece)[1:-1]  # as _json_text, without its call
+            return [
+                {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            ]
 
         while True:
             end = self._pending.find(core)

@@ -39,6 +39,23 @@ class _ValueEnd:
         twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
         return twin
 
+    def attempt(self, text):
+        """Scan ``text`` as a piece that may not be the last: None when the literal
+        goes on past it; else its end (or -1), with the scanner left as it was
+        before ``text``, so that the text can be read afresh. Undoing costs time in
+        proportion to ``text``, not to the depth of the nesting: only as many
+        brackets as ``text`` has characters can have been closed."""
+        depth = self.depth
+        keep = max(0, len(depth) - len(text))
+        below = depth[keep:]
+        state = self.quote, self.escaped, self.read
+        end = self.scan(text, 0, False)
+        if end is not None:
+            del depth[keep:]
+            depth += below
+            self.quote, self.escaped, self.read = state
+        return end
+
     def scan(self, text, at=0, final=True):
         """The end of the literal in ``text`` (which goes on from earlier pieces),
         -1 when it is broken, or None when it goes on past ``text``."""
