@@ -302,13 +302,24 @@ def _typed(text, kind, literal):
 
 
 def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions."""
+    """Function name → argument name → JSON-schema type, from OpenAI tool definitions.
+    A definition that is not shaped as one (no mapping where one belongs) types
+    nothing: the caller's mistake must not stop the model's output being read."""
     types = {}
-    for tool in tools or ():
-        function = tool.get("function", tool) if isinstance(tool, dict) else {}
-        parameters = function.get("parameters") or {}
-        properties = parameters.get("properties") or {}
-        types[function.get("name")] = {
+    for tool in tools if isinstance(tools, (list, tuple)) else ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict):
+            continue
+        parameters = function.get("parameters")
+        properties = (
+            parameters.get("properties") if isinstance(parameters, dict) else None
+        )
+        if not isinstance(properties, dict):
+            properties = {}
+        name = function.get("name")
+        if not isinstance(name, str):
+            continue
+        types[name] = {
             key: (field.get("type") if isinstance(field, dict) else None)
             for key, field in properties.items()
         }

@@ -125,3 +125,29 @@ def test_fuzz(slug):
         for cuts in cuttings:
             fed, finished, abandoned = streamed(module, text, cuts, enable_thinking=thinking)
             assert merge(fed + finished, abandoned) == whole, f"{where}: cut at {list(cuts)}"
+
+
+MALFORMED_TOOLS = [
+    [{"type": "function", "function": {"name": "get_weather", "parameters": "x"}}],
+    [{"type": "function", "function": {"name": "get_weather", "parameters": {"properties": "x"}}}],
+    [{"type": "function", "function": None}],
+    [{"type": "function", "function": {"name": ["not", "a", "name"]}}],
+    [None, 3, "tool"],
+    {"not": "a list"},
+]
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_malformed_tools_never_raise(slug):
+    """Tool definitions of the wrong shape type nothing; reading the output goes on
+    (they made parse and the stream raise AttributeError)."""
+    module = rt.module(slug)
+    texts = _texts(slug) or ["The answer is 42."]
+    for tools in MALFORMED_TOOLS:
+        for text in texts:
+            whole = module.parse(text, tools=tools)
+            assert whole == module.parse(text), "malformed tools changed the reading"
+            fed, finished, abandoned = streamed(module, text, range(1, len(text)), tools=tools)
+            assert merge(fed + finished, abandoned) == whole
+            module.grammar(tools=tools)
+            module.tool_call_grammar(tools=tools)
