@@ -139,6 +139,14 @@ def analyze_ending(obs: Observation) -> Ending:
         ending.end_of_turn = markers[0]
     elif stripped and len(stripped) <= LONG and "\n" not in stripped:
         ending.end_of_turn = stripped
+    elif stripped:
+        # Longer than a marker token (or over several lines): the end of the turn is
+        # still what the user's turn ends with too, however long (a marker over
+        # LONG characters is then reported for review, not dropped).
+        rest = tail.lstrip()
+        from_user = user_tail.lstrip()
+        shared = rest[: common_prefix_length(rest, from_user)].split("\n")[0].strip()
+        ending.end_of_turn = _turn_tail(shared, obs).strip()
     return ending
 
 

@@ -18,6 +18,7 @@ follows up to the next free text or JSON value, and no alternative starts with a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -52,6 +53,12 @@ def char_class(chars, negated: bool = False) -> str:
 
 ANY_CHAR = "[^\\x00]"
 WS = "[ \\t\\n\\r]*"
+# The whitespace the reader skips around a marker is ``str.isspace``'s; where a
+# marker's own edge holds whitespace that ``ws`` does not (U+0085, U+2028, U+2029, …),
+# the grammar writes that edge as ``space``, so that what the template writes is taken.
+SPACE_RULE = "space"
+SPACE = char_class(c for c in map(chr, range(0x3001)) if c.isspace()) + "*"
+_SPACES = ("ws", SPACE_RULE)
 # The rule a caller's tool names replace (``with_tool_names``).
 NAME_RULE = "tool-name"
 # Stands for the argument's key in a value suffix that repeats it (the analysis's).
@@ -94,29 +101,82 @@ def without(rule: str, stop, closed=None) -> list[str]:
 
 
 class _Without:
-    """The returns and walks of ``without``'s automaton, and the rules made of them."""
+    """The returns and walks of ``without``'s automaton, and the rules made of them.
+
+    A state is a node of the stops' trie that is live: a proper prefix of some stop,
+    holding no stop (node 0 is the empty text). Its depth is its length; states are
+    ordered by depth, then by the first stop they begin. A state keeps only the steps
+    that do not lead back to the empty text (most characters do), so the tables, the
+    rules and the time to make them grow with the stops' length, not with its square,
+    and nothing recurses once per character (a stop of 50,000 characters is as good
+    as one of ten).
+    """
 
     def __init__(self, rule: str, stops: list[str]):
         if not stops or not all(stops):
             raise ValueError("without(): empty stop string")
         self.rule = rule
         self.stops = stops
-        prefixes = {s[:i] for s in stops for i in range(len(s))}
-        self.live = {p for p in prefixes if not any(s in p for s in stops)}
-
-        def order(state):
-            return (len(state), min(i for i, s in enumerate(stops) if s.startswith(state)), state)
-
-        self.order = order
-        self.levels: dict[int, list[str]] = {}
-        for state in sorted(self.live, key=order):
-            self.levels.setdefault(len(state), []).append(state)
-        self.alphabet = sorted(set("".join(stops)))
-        self.steps = {(state, c): self._step(state, c) for state in self.live for c in self.alphabet}
-        self.returns: dict[tuple[str, str], list[list]] = {}
+        # The trie: children, depth, the first stop through the node, stops ending there.
+        self.kids: list[dict[str, int]] = [{}]
+        self.depth = [0]
+        first = [0]
+        ends: list[list[int]] = [[]]
+        for index, stop in enumerate(stops):
+            node = 0
+            for char in stop:
+                kid = self.kids[node].get(char)
+                if kid is None:
+                    kid = len(self.kids)
+                    self.kids[node][char] = kid
+                    self.kids.append({})
+                    self.depth.append(self.depth[node] + 1)
+                    first.append(index)
+                    ends.append([])
+                node = kid
+            ends[node].append(index)
+        # Aho–Corasick over the live nodes, breadth first: ``moves[u]`` maps a character
+        # to the node reached (the longest end of the text that begins a stop) where that
+        # is not the empty text; ``hits[v]``: the stops the text of ``v`` ends with (none
+        # for a live node; a node reached from a live one with hits completes a stop).
+        self.live = [False] * len(self.kids)
+        self.live[0] = True
+        self.hits: dict[int, list[int]] = {0: []}
+        self.moves: dict[int, dict[str, int]] = {0: dict(self.kids[0])}
+        back = {0: 0}
+        self.levels: dict[int, list[int]] = {0: [0]}
+        queue = [0]
+        for node in queue:
+            for char, kid in self.kids[node].items():
+                fallback = 0 if node == 0 else self.moves[back[node]].get(char, 0)
+                back[kid] = fallback
+                self.hits[kid] = ends[kid] + self.hits[fallback] if ends[kid] else self.hits[fallback]
+                if self.hits[kid]:
+                    continue
+                self.live[kid] = True
+                moves = dict(self.moves[fallback])
+                moves.update(self.kids[kid])
+                self.moves[kid] = moves
+                self.levels.setdefault(self.depth[kid], []).append(kid)
+                queue.append(kid)
+        self.rank = {node: (self.depth[node], first[node]) for node in queue}
+        for level in self.levels.values():
+            level.sort(key=self.rank.__getitem__)
+        self.children = {
+            node: [(c, kid) for c, kid in sorted(self.kids[node].items()) if self.live[kid]]
+            for node in queue
+        }
+        self.ids = {}
+        for depth, level in self.levels.items():
+            for index, node in enumerate(level):
+                suffix = "" if len(level) == 1 else "abcdefghijklmnopqrstuvwxyz"[index]
+                self.ids[node] = f"{depth}{suffix}"
+        self.returns: dict[tuple[int, int], list[list]] = {}
+        # The targets of the returns from each state.
+        self.targets: dict[int, list[int]] = {}
         # (y, z) on one level -> items of the walks from y to z staying at that depth
         # or deeper (y == z: the loops at y, possibly none).
-        self.walks: dict[tuple[str, str], list] = {}
+        self.walks: dict[tuple[int, int], list] = {}
         # Rules that cut deep nesting (``_going_on``).
         self.extra: dict[str, list[list]] = {}
         for depth in sorted(self.levels, reverse=True):
@@ -124,53 +184,49 @@ class _Without:
                 self._returns_from(state)
             self._walks_at(depth)
 
-    def step(self, state: str, char: str):
-        """The state after ``char`` (one of the stops' characters), or None when it
-        completes a stop."""
-        return self.steps[(state, char)]
+    def id(self, state: int) -> str:
+        return self.ids[state]
 
-    def _step(self, state: str, char: str):
-        text = state + char
-        if any(text.endswith(s) for s in self.stops):
-            return None
-        return next(text[i:] for i in range(len(text) + 1) if text[i:] in self.live)
-
-    def found(self, state: str, char: str) -> list[str]:
-        return [s for s in self.stops if (state + char).endswith(s)]
-
-    def children(self, state: str) -> list[tuple[str, str]]:
-        return [(c, state + c) for c in self.alphabet if self.step(state, c) == state + c]
-
-    def id(self, state: str) -> str:
-        level = self.levels[len(state)]
-        suffix = "" if len(level) == 1 else "abcdefghijklmnopqrstuvwxyz"[level.index(state)]
-        return f"{len(state)}{suffix}"
-
-    def name(self, state: str, target: str) -> str:
+    def name(self, state: int, target: int) -> str:
         return f"{self.rule}-{self.id(state)}-{self.id(target)}"
 
-    def _returns_from(self, state: str) -> None:
-        for target in sorted((s for s in self.live if len(s) <= len(state)), key=self.order):
+    def _returns_from(self, state: int) -> None:
+        depth = self.depth[state]
+        moves = self.moves[state]
+        by_target: dict[int, list[str]] = {}
+        for char in sorted(moves):
+            target = moves[char]
+            if self.live[target] and self.depth[target] <= depth:
+                by_target.setdefault(target, []).append(char)
+        ups = [
+            (char, child, other)
+            for char, child in self.children[state]
+            for other in self.levels[depth + 1]
+            if (child, other) in self.walks
+        ]
+        candidates = {0, *by_target}
+        for _, _, other in ups:
+            candidates.update(t for t in self.targets[other] if self.depth[t] <= depth)
+        self.targets[state] = []
+        for target in sorted(candidates, key=self.rank.__getitem__):
             options = []
-            if target == "":
-                kept = [c for c in self.alphabet if self.step(state, c) != ""]
-                options.append([char_class(kept, negated=True)])
-            else:
-                chars = [c for c in self.alphabet if self.step(state, c) == target]
-                if chars:
-                    options.append([char_class(chars)])
-            for char, child in self.children(state):
-                for other in self.levels.get(len(child), []):
-                    if (child, other) in self.walks and (other, target) in self.returns:
-                        options.append(self._up(char, child, other, target))
+            if target == 0:
+                options.append([_cached_class(tuple(sorted(moves)), True)])
+            elif target in by_target:
+                options.append([_cached_class(tuple(by_target[target]), False)])
+            for char, child, other in ups:
+                if (other, target) in self.returns:
+                    options.append(self._up(char, child, other, target))
             if options:
                 self.returns[(state, target)] = options
+                self.targets[state].append(target)
 
-    def _up(self, char: str, child: str, other: str, target: str) -> list:
+    def _up(self, char: str, child: int, other: int, target: int) -> list:
         up = [(char,)] + self.walks[(child, other)]
         rest = self.returns[(other, target)]
         if len(up) == 1 and len(rest) == 1:
-            return up + rest[0]
+            # Written out in place; a chain of these is shared, not copied.
+            return up + [_Seq(rest[0])]
         return up + [self.name(other, target)]
 
     def _walks_at(self, depth: int) -> None:
@@ -205,53 +261,96 @@ class _Without:
                 elif (y, z) in paths:
                     self.walks[(y, z)] = [_paren(paths[(y, z)])]
 
-    def _going_on(self, state: str, end, label: str) -> list[list]:
-        """Options after the walks that end at ``state``: ``end(state)`` (options: how
+    def _going_on(self, start: int, end, label: str) -> list[list]:
+        """Options after the walks that end at ``start``: ``end(state)`` (options: how
         the text may end there; ``[]`` for right there), or a step up and on. Every
         few levels the rest becomes a rule ``{label}-{state}`` of its own: a grammar
-        reader caps how deeply groups nest."""
-        options = list(end(state))
-        for char, child in self.children(state):
-            for other in self.levels[len(child)]:
-                if (child, other) not in self.walks:
-                    continue
-                further = self._going_on(other, end, label)
-                if not further:
-                    continue
-                rest = _group(further)
-                if rest and len(other) % _NESTING == 0:
-                    name = f"{label}-{self.id(other)}"
-                    self.extra[name] = [rest]
-                    rest = [name]
-                options.append([(char,)] + self.walks[(child, other)] + rest)
-        return options
+        reader caps how deeply groups nest. Each state's options are made once, deepest
+        first, on a stack of its own rather than Python's."""
+
+        def options_at(state: int):
+            options = list(end(state))
+            for char, child in self.children[state]:
+                for other in self.levels[self.depth[child]]:
+                    if (child, other) not in self.walks:
+                        continue
+                    further = yield other
+                    if not further:
+                        continue
+                    rest = _group(further)
+                    if rest and self.depth[other] % _NESTING == 0:
+                        name = f"{label}-{self.id(other)}"
+                        self.extra[name] = [rest]
+                        rest = [name]
+                    options.append([(char,)] + self.walks[(child, other)] + rest)
+            return options
+
+        made: dict[int, list[list]] = {}
+        stack = [(start, options_at(start))]
+        value: list[list] | None = None
+        while True:
+            state, frame = stack[-1]
+            try:
+                wanted = frame.send(value)
+            except StopIteration as done:
+                made[state] = done.value
+                stack.pop()
+                if not stack:
+                    return done.value
+                value = done.value
+                continue
+            if wanted in made:
+                value = made[wanted]
+            else:
+                stack.append((wanted, options_at(wanted)))
+                value = None
+
+    def _found(self, state: int, char: str) -> list[str]:
+        """The stops the text of ``state`` followed by ``char`` ends with."""
+        target = self.moves[state].get(char, 0)
+        return [self.stops[index] for index in self.hits[target]]
 
     def rules(self, closing: dict[str, str]) -> dict[str, list[list]]:
         def body_end(state):
             return [[]]
 
-        body = self._going_on("", body_end, self.rule + "-from")
-        rules = {self.rule: [self.walks[("", "")] + _group(body)]}
+        body = self._going_on(0, body_end, self.rule + "-from")
+        rules = {self.rule: [self.walks[(0, 0)] + _group(body)]}
         for stop, label in closing.items():
 
             def found_end(state, stop=stop):
-                chars = [c for c in self.alphabet if stop in self.found(state, c)]
+                moves = self.moves[state]
+                chars = [c for c in sorted(moves) if stop in self._found(state, c)]
                 if not chars:
                     return []
                 return [[(chars[0],)] if len(chars) == 1 else [char_class(chars)]]
 
-            options = self._going_on("", found_end, label + "-from")
+            options = self._going_on(0, found_end, label + "-from")
             if options:
-                rules[label] = [self.walks[("", "")] + _group(options)]
+                rules[label] = [self.walks[(0, 0)] + _group(options)]
         rules.update(self.extra)
         named = set().union(*(_refs(_render(o)) for options in rules.values() for o in options))
         for (state, target), options in sorted(
-            self.returns.items(), key=lambda item: (self.order(item[0][0]), self.order(item[0][1]))
+            self.returns.items(), key=lambda item: (self.rank[item[0][0]], self.rank[item[0][1]])
         ):
             if self.name(state, target) in named:
                 rules[self.name(state, target)] = options
                 named |= set().union(*(_refs(_render(o)) for o in options))
         return rules
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_class(chars: tuple[str, ...], negated: bool) -> str:
+    return char_class(chars, negated)
+
+
+class _Seq:
+    """Items of one option written out inside another (``_render`` flattens them)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list):
+        self.items = items
 
 
 # How deeply ``without`` nests groups before it names a rule.
@@ -285,18 +384,27 @@ def _group(options: list[list]) -> list:
 
 
 def _render(items: list) -> str:
-    """Items as GBNF, runs of characters merged into one literal."""
-    out, run = [], ""
-    for item in items:
-        if isinstance(item, tuple):
-            run += item[0]
-            continue
-        if run:
-            out.append(literal(run))
-            run = ""
-        out.append(item)
+    """Items as GBNF, runs of characters merged into one literal (``_Seq`` items
+    written out in place)."""
+    out: list[str] = []
+    run: list[str] = []
+    stack = [iter(items)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, _Seq):
+                stack.append(iter(item.items))
+                break
+            if isinstance(item, tuple):
+                run.append(item[0])
+                continue
+            if run:
+                out.append(literal("".join(run)))
+                run = []
+            out.append(item)
+        else:
+            stack.pop()
     if run:
-        out.append(literal(run))
+        out.append(literal("".join(run)))
     return " ".join(out)
 
 
@@ -350,23 +458,23 @@ def _not_starting_with(shape: list) -> str:
             steps.append((negated, chars))
             loops.append((negated, chars) if repeated else (False, ""))
 
-    def expression(state: int) -> str:
-        loop, step = loops[state], steps[state]
+    # Each state's text is written around the next state's: heads in order, then the
+    # tails, so that a long shape neither recurses nor copies what follows it.
+    if not steps:
+        raise ValueError("a shape with nothing but whitespace")
+    heads: list[str] = []
+    for state, (loop, step) in enumerate(zip(loops, steps, strict=False)):
         if _intersection(loop, step) != (False, ""):
             raise ValueError("a shape whose loops overlap its next step")
         parts = [_class(*loop) + "*"] if loop != (False, "") else []
-        options = []
         other = _complement(_union(loop, step))
-        if other != (False, ""):
-            options.append(f"{_class(*other)} any")
+        options = [f"{_class(*other)} any"] if other != (False, "") else []
         if state + 1 < len(steps):
             first = literal(step[1]) if not step[0] and len(step[1]) == 1 else _class(*step)
-            options.append(f"{first} {expression(state + 1)}")
-        if options:
-            parts.append("( " + " | ".join(options) + " )?")
-        return " ".join(parts)
-
-    return expression(0)
+            heads.append(" ".join(parts + ["( " + " | ".join(options + [first + " "])]))
+        else:
+            heads.append(" ".join(parts + (["( " + " | ".join(options) + " )?"] if options else [])))
+    return "".join(heads) + " )?" * (len(heads) - 1)
 
 
 # -- JSON --------------------------------------------------------------------------------
@@ -439,7 +547,13 @@ class _Piece:
 def _trail(text: str) -> str:
     """For the whitespace a literal ends with (which the reader takes when it is
     there), any whitespace: exact, it could end a lexeme inside the next one's ``ws``."""
-    return "ws" if text.strip() and text != text.rstrip() else ""
+    tail = text[len(text.rstrip()) :]
+    return _space(tail) if text.strip() and tail else ""
+
+
+def _space(chars: str) -> str:
+    """The rule for whitespace that holds ``chars``."""
+    return "ws" if all(char in WS_CHARS for char in chars) else SPACE_RULE
 
 
 def _marker(text: str, lead: bool = True) -> str:
@@ -447,17 +561,21 @@ def _marker(text: str, lead: bool = True) -> str:
     whitespace before its text (``lead``) and without the whitespace after it."""
     core = text.strip()
     if not core:
-        return "ws" if text and lead else ""
-    return " ".join((["ws"] if lead else []) + [literal(core)] + [_trail(text)]).strip()
+        return _space(text) if text and lead else ""
+    before = [_space(text[: len(text) - len(text.lstrip())])] if lead else []
+    return " ".join(before + [literal(core)] + [_trail(text)]).strip()
 
 
 def _join(texts: list[str]) -> str:
-    """GBNF texts in a row, one ``ws`` where two would meet."""
+    """GBNF texts in a row, one whitespace rule (the wider) where two would meet."""
     out = ""
     for text in texts:
         text = text.strip()
-        if (out == "ws" or out.endswith(" ws")) and (text == "ws" or text.startswith("ws ")):
-            text = text[2:].strip()
+        head, tail = text.split(" ", 1)[0], out.rsplit(" ", 1)[-1]
+        if head in _SPACES and tail in _SPACES:
+            wider = SPACE_RULE if SPACE_RULE in (head, tail) else "ws"
+            out = out[: len(out) - len(tail)] + wider
+            text = text[len(head) :].strip()
         out = f"{out} {text}".strip()
     return out
 
@@ -479,7 +597,7 @@ class _Grammar:
         self.has_calls = fmt.has_calls
         # The marker that opens the calls ("" where none does or there are no calls).
         self.word = fmt.calls.trigger if fmt.calls is not None else ""
-        self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*"}
+        self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*", SPACE_RULE: SPACE}
         # The end of an output: whitespace, possibly an end-of-turn marker.
         stops = [literal(stop) for stop in fmt.stop]
         self.add("end", f"ws ( {_alternatives(stops)} ws )?" if stops else "ws")
@@ -895,6 +1013,7 @@ def with_tool_names(text: str, fmt: Format, tools) -> str:
     names = list(dict.fromkeys(names))
     if not names or f"\n{NAME_RULE} ::= " not in text:
         return text
-    rule = f"{NAME_RULE} ::= " + " | ".join(literal(name) for name in names) + "\n"
-    lines = text.splitlines(keepends=True)
-    return "".join(rule if line.startswith(f"{NAME_RULE} ::= ") else line for line in lines)
+    rule = f"{NAME_RULE} ::= " + " | ".join(literal(name) for name in names)
+    # Rules end at "\n" only: a literal may hold U+2028 or U+0085, which splitlines() cuts at.
+    lines = text.split("\n")
+    return "\n".join(rule if line.startswith(f"{NAME_RULE} ::= ") else line for line in lines)
