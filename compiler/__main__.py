@@ -160,17 +160,28 @@ def _fetch(args) -> int:
 
 
 def _build(args) -> int:
+    """Build every template; one that fails is named at the end (its files left as they
+    were) and the others are built: exit 2 when any failed. ``--debug`` stops at the
+    first failure with its traceback."""
     sources = discover(args.templates, args.source)
-    report = build(sources, args.specs, args.generated, log=_log)
+    options = {"keep_going": not getattr(args, "debug", False)}
+    budget = getattr(args, "time_budget", None)  # seconds per template, where offered
+    if budget is not None:
+        options["time_budget"] = budget
+    report = build(sources, args.specs, args.generated, log=_log, **options)
+    failures = report.failures
     for warning in report.warnings:
         _log(f"warning: {warning}")
+    for failure in failures:
+        _log(f"error: {failure}")
     changed_specs = sum(path.endswith(".yaml") for path in report.changed)
+    failed = f"{len(failures)} failed, " if failures else ""
     print(
-        f"{report.templates} templates: {changed_specs} specs and "
+        f"{report.templates} templates: {failed}{changed_specs} specs and "
         f"{len(report.changed) - changed_specs} generated files changed, "
         f"{len(report.warnings)} warnings"
     )
-    return 0
+    return 2 if failures else 0
 
 
 def _check(args) -> int:

@@ -1,0 +1,475 @@
+"""The build against hostile and unusual templates (issue 12, item 7).
+
+- Resource bombs (``center``, ``%``, ``str.format``, doubling by ``+``, ``extend`` and
+  ``~``, values that share one large string) fail fast, naming the template and line,
+  within 10 s and 1 GB of peak memory for the whole ``python -m compiler build``
+  (measured in a subprocess), and the good template beside them is built.
+- A template's renders share a time budget; past it, the template fails by name.
+- The build goes on past a failing template and exits 2 listing every failure; Python's
+  nesting limits met while compiling a template (200 nested ``{% if %}``, deep
+  parentheses) are that template's error, with its file, not "a compiler bug".
+- GBNF generation is linear in a marker's length (a 1,000-character call opener used to
+  raise RecursionError).
+- Invented templates with a 1,000-character call opener, markers holding U+2028, U+2029
+  and U+0085, and a 1,000-character end-of-turn marker build, round-trip through their
+  generated parser and their grammars are accepted by llguidance.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from compiler import model, spec as specs
+from compiler.__main__ import main
+from compiler.build import build
+from compiler.codegen import gbnf
+from compiler.render import ChatTemplate, RenderLimitExceeded
+from compiler.sources import discover
+from tests import roundtrip as rt
+
+ROOT = Path(rt.ROOT)
+GOOD = (ROOT / "tests" / "invented" / "guillemet_calls.jinja").read_text(encoding="utf-8")
+USER = [{"role": "user", "content": "hi"}]
+
+# The acceptance figures for a bomb: the whole build, bomb and good template.
+BOMB_SECONDS = 10.0
+BOMB_BYTES = 1 << 30
+
+
+@contextmanager
+def deadline(seconds: int):
+    """Fail a test that runs past ``seconds`` (the code before the fix ran for minutes)."""
+
+    def fire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------------------
+# resource bombs, each in a subprocess build beside a good template
+
+BOMBS = {
+    "center": "{{- 'x'|center(3000000000) -}}",
+    "percent": "{{- '%03000000000d' % 1 -}}",
+    "format": "{{- '{:>3000000000}'.format(1) -}}",
+    "list_doubling": "{%- set ns = namespace(l=[1]) -%}"
+    "{%- for i in range(64) -%}{%- set ns.l = ns.l + ns.l -%}{%- endfor -%}",
+    "extend_doubling": "{%- set l = [1] -%}"
+    "{%- for i in range(64) -%}{%- set _ = l.extend(l) -%}{%- endfor -%}",
+    "tilde_doubling": "{%- set ns = namespace(s='x') -%}"
+    "{%- for i in range(64) -%}{%- set ns.s = ns.s ~ ns.s -%}{%- endfor -%}",
+    # No operator builds anything large here: 1,000 references to one 1 MB string,
+    # printed. The memory cap of the render is what stops it.
+    "shared_references": "{%- set l = ['x' * 1000000] * 1000 -%}{{- l -}}",
+}
+
+# Runs the build as `python -m compiler build …` and reports the peak memory of that
+# process (its only child).
+_MEASURED = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run([sys.executable, '-m', 'compiler', *sys.argv[1:]]).returncode\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "print(f'peak-kib {peak}', file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _address_space_cap():
+    # Keeps a build that ignores its limits (the code before the fix) from taking the
+    # machine's memory: it fails with MemoryError at 4 GB instead.
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = 4 << 30 if hard == resource.RLIM_INFINITY else min(4 << 30, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def measured_build(templates: Path, out: Path) -> tuple[int, str, float, int]:
+    """(exit code, stderr, seconds, peak bytes) of a build in a subprocess."""
+    argv = ["build", "--templates", str(templates), "--specs", str(out / "specs"),
+            "--generated", str(out / "generated")]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_address_space_cap,
+    )
+    seconds = time.monotonic() - started
+    lines = done.stderr.splitlines()
+    peak = int(lines[-1].split()[1]) * 1024
+    return done.returncode, "\n".join(lines[:-1]), seconds, peak
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_a_resource_bomb_fails_fast_naming_the_template(tmp_path, name):
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    bomb = templates / f"bomb_{name}.jinja"
+    bomb.write_text("{#- a bomb on line 2 -#}\n" + BOMBS[name] + "\n" + GOOD, encoding="utf-8")
+    (templates / "good.jinja").write_text(GOOD, encoding="utf-8")
+    code, err, seconds, peak = measured_build(templates, tmp_path)
+    print(f"{name}: {seconds:.2f} s, peak {peak / 2**20:.0f} MiB")
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [errors[0]] and errors[0].startswith(f"error: {bomb}:2: "), err
+    assert "compiler bug" not in err and "MemoryError" not in err
+    assert seconds < BOMB_SECONDS, (seconds, err)
+    assert peak < BOMB_BYTES, (peak, err)
+    # The good template was built; the bomb left nothing behind.
+    generated = sorted(os.listdir(tmp_path / "generated"))
+    assert generated == ["__init__.py", "good.gbnf", "good.py", "good.tools.gbnf"]
+    assert sorted(os.listdir(tmp_path / "specs")) == ["good.yaml"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ 'x'.center(3000000000) }}",
+        "{{ 'x'.ljust(3000000000) }}",
+        "{{ '%*d' % (3000000000, 1) }}",
+        "{{ '%3000000000s'|format(1) }}",
+        "{{ '{:>{w}}'.format(1, w=3000000000) }}",
+        "{{ '{a:>3000000000}'.format_map({'a': 1}) }}",
+        "{{ 'x'|indent(3000000000, true) }}",
+        "{{ ('x' * 1000)|replace('x', 'y' * 2000) }}",
+        "{{ ('y' * 100000).join(['a' * 1000] * 1000) }}",
+        "{{ (['a' * 1000] * 1000)|join('y' * 100000) }}",
+        "{{ 'a b'|wordwrap(1, wrapstring='x' * 1000000) }}",
+        "{{ [1]|batch(3000000000, 0)|list }}",
+        "{{ [1]|slice(3000000000)|list }}",
+        "{{ {'a': 1}|tojson(indent=3000000000) }}",
+        "{{ lipsum(3000000000) }}",
+        "{{ (2 ** 4096) ** 4096 }}",
+        "{% set ns = namespace(x=2 ** 4000) %}{% for i in range(20) %}"
+        "{% set ns.x = ns.x * ns.x %}{% endfor %}",
+    ],
+)
+def test_wide_values_are_refused_before_they_are_built(source):
+    template = ChatTemplate(source, "t.jinja")
+    started = time.monotonic()
+    tracemalloc.start()
+    try:
+        with pytest.raises(RenderLimitExceeded, match=r"^t\.jinja:1: ") as info:
+            template.render(USER)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - started < 2, info.value
+    assert peak < 64 << 20, (peak, info.value)  # refused, not built and then measured
+
+
+def test_size_checks_leave_ordinary_values_alone():
+    source = (
+        "{{ 'ab'|center(6) }}|{{ 'a\nb'|indent(2, true) }}|{{ '%s-%03d'|format('x', 7) }}"
+        "|{{ [1, 2]|join(',') }}|{{ 'aXb'|replace('X', 'yy') }}|{{ 'a{}{x}'.format(1, x=2) }}"
+        "|{{ 'x'.rjust(3) }}|{{ ','.join(['a', 'b']) }}|{{ 'a' ~ 1 ~ none }}|{{ '%5.1f' % 2.25 }}"
+        "|{{ [1, 2, 3]|batch(2, 0)|list }}|{{ 2 ** 10 * 3 }}|{{ [1] + [2] }}"
+    )
+    assert ChatTemplate(source, "t.jinja").render(USER) == (
+        "  ab  |  a\n  b|x-007|1,2|ayyb|a12|  x|a,b|a1None|  2.2|[[1, 2], [3, 0]]|3072|[1, 2]"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the time budget of a template's renders
+
+SLOW = "{% for i in range(300) %}{% for j in range(1000) %}{% endfor %}{% endfor %}slow"
+
+
+def test_renders_share_a_time_budget():
+    template = ChatTemplate(SLOW, "slow.jinja", time_budget=0.5)
+    with pytest.raises(RenderLimitExceeded, match=r"^slow\.jinja(:\d+)?: time budget exceeded"):
+        for _ in range(200):
+            assert template.render(USER) == "slow"
+    assert template.spent < 0.5 + 1.0
+
+
+def test_a_template_over_its_budget_fails_and_the_others_build(tmp_path):
+    (tmp_path / "slow.jinja").write_text(SLOW + "\n" + GOOD, encoding="utf-8")
+    (tmp_path / "good.jinja").write_text(GOOD, encoding="utf-8")
+    started = time.monotonic()
+    report = build(discover(str(tmp_path)), str(tmp_path / "specs"), str(tmp_path / "out"),
+                   log=lambda message: None, time_budget=1.0)  # fmt: skip
+    assert time.monotonic() - started < 10
+    assert len(report.failures) == 1, report.failures
+    assert report.failures[0].startswith(str(tmp_path / "slow.jinja"))
+    assert "time budget exceeded" in report.failures[0]
+    assert (tmp_path / "out" / "good.py").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# the build goes on past failures; compile-time limits name the template
+
+BROKEN = {
+    "nested_ifs.jinja": "{% if true %}" * 200 + "x" + "{% endif %}" * 200,
+    "deep_parentheses.jinja": "line one\nline two\n{{ " + "(" * 1000 + "1" + ")" * 1000 + " }}\n",
+    "syntax.jinja": "{% for m in messages %}\n{{ m.content }\n",
+}
+
+
+def test_build_goes_on_past_failures_and_lists_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "templates").mkdir()
+    for name, text in BROKEN.items():
+        (tmp_path / "templates" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "templates" / "good.jinja").write_text(GOOD, encoding="utf-8")
+    code = main(["build", "--templates", "templates", "--specs", "specs", "--generated", "out"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "Traceback" not in err and "compiler bug" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: templates/deep_parentheses.jinja:3: cannot be compiled: nested too deeply "
+        "(Python's recursion limit)",
+        "error: templates/nested_ifs.jinja:1: cannot be compiled: too many levels of "
+        "indentation (a limit of Python's on nesting)",
+        "error: templates/syntax.jinja:2: unexpected '}'",
+    ]
+    assert err.splitlines()[-1] == errors[-1]
+    assert out == "4 templates: 3 failed, 1 specs and 4 generated files changed, 0 warnings\n"
+    assert sorted(os.listdir("out")) == ["__init__.py", "good.gbnf", "good.py", "good.tools.gbnf"]
+
+
+# ---------------------------------------------------------------------------------------
+# GBNF generation linear in a marker's length
+
+HERMES = "nousresearch_hermes_2_pro_llama_3_8b_tool_use"
+
+
+def prose(length: int, head: str = "<call ", tail: str = ">") -> str:
+    """Template prose of ``length`` characters, as a marker that swallowed some."""
+    words = "the tool call begins here with plain words and marks | ; # @ ( ) 12".split()
+    text, index = head, 0
+    while len(text) < length - len(tail):
+        text += words[index % len(words)] + " "
+        index += 1
+    return text[: length - len(tail)] + tail
+
+
+def format_with_opener(opener: str) -> model.Format:
+    spec = copy.deepcopy(specs.load(str(ROOT / "specs" / f"{HERMES}.yaml")))
+    spec["tools"]["call"]["start"] = opener + "\n"
+    spec["grammar"]["triggers"] = [{"type": "word", "value": opener}]
+    return model.build(spec, slug="long", origin="long.yaml")
+
+
+def grammars(fmt: model.Format) -> tuple[float, int]:
+    """(seconds, characters) to make every grammar of ``fmt``."""
+    started = time.perf_counter()
+    texts = [gbnf.build(fmt, enable_thinking=True), gbnf.build_tool_calls(fmt) or ""]
+    return time.perf_counter() - started, sum(map(len, texts))
+
+
+def test_gbnf_generation_is_linear_in_the_call_opener():
+    short, long = format_with_opener(prose(1_000)), format_with_opener(prose(10_000))
+    with deadline(60):
+        short_time = min(grammars(short)[0] for _ in range(3))
+        long_time, long_size = min(grammars(long) for _ in range(2))
+    short_size = grammars(short)[1]
+    print(f"1,000: {short_time:.3f} s; 10,000: {long_time:.3f} s")
+    assert long_size < 12 * short_size
+    # Linear, with room for a loaded machine (quadratic would be 100x).
+    assert long_time < 30 * short_time + 0.5, (short_time, long_time)
+
+
+def test_without_is_exact_for_a_long_periodic_stop():
+    """The automaton stays exact where a long stop repeats itself (deep fallbacks)."""
+    stop = "ab" * 500 + "c"
+    lines = gbnf.without("body", stop, closed="body-closed")
+    grammar = "root ::= body-closed\n" + "\n".join(lines) + "\n"
+    text = "ab" * 700 + "x" + "ab" * 499 + "a" + "ab" * 500 + "c"
+    assert text.endswith(stop) and text.find(stop) == len(text) - len(stop)
+    assert accepts(grammar, text)
+    assert not accepts(grammar, stop + "x" + stop)
+
+
+# ---------------------------------------------------------------------------------------
+# invented templates: long markers and line separators
+
+INVENTED = r"""{#- Invented: calls as OPENER{json}CLOSER, each turn ended by EOT. -#}
+{%- set opener = OPENER -%}
+{%- set closer = CLOSER -%}
+{%- set eot = EOT -%}
+{%- for message in messages -%}
+    {%- if message.role == 'assistant' -%}
+        {{- '[[assistant]]\n' -}}
+        {%- if message.content -%}
+            {{- message.content -}}
+        {%- endif -%}
+        {%- for call in message.tool_calls or [] -%}
+            {%- set fn = call.function if call.function is defined else call -%}
+            {%- if message.content or not loop.first -%}
+                {{- '\n' -}}
+            {%- endif -%}
+            {{- opener + '{"name": "' + fn.name + '", "arguments": ' -}}
+            {{- fn.arguments if fn.arguments is string else fn.arguments | tojson -}}
+            {{- '}' + closer -}}
+        {%- endfor -%}
+        {{- eot + '\n' -}}
+    {%- elif message.role == 'system' -%}
+        {{- '[[system]]\n' + message.content -}}
+        {%- if tools -%}
+            {{- '\nTools: ' + tools | tojson -}}
+        {%- endif -%}
+        {{- eot + '\n' -}}
+    {%- else -%}
+        {{- '[[' + message.role + ']]\n' + message.content + eot + '\n' -}}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '[[assistant]]\n' -}}
+{%- endif -%}
+"""
+
+# slug -> (call opener, call closer, end-of-turn marker)
+MARKERS = {
+    "robust_long_opener": (prose(1_000), "</call>", "<|end|>"),
+    "robust_separators": ("<call\u2028>", "</call\u2029>", "<|end\u0085|>"),
+    "robust_separators_edge": ("\u2028<call\u0085>\u2029", "\u2029</call\u2028>", "<|end|>\u0085"),
+    "robust_long_end": ("<call>", "</call>", "<|" + "e" * 996 + "|>"),
+}
+
+
+def _jinja_string(text: str) -> str:
+    assert "'" not in text and "\\" not in text
+    return "'" + text + "'"
+
+
+@pytest.fixture(scope="module")
+def invented(tmp_path_factory):
+    """The invented templates built into a tmp dir: (dir, report, parsers by slug)."""
+    out = tmp_path_factory.mktemp("robust")
+    (out / "templates").mkdir()
+    for slug, (opener, closer, eot) in MARKERS.items():
+        text = (INVENTED.replace("OPENER", _jinja_string(opener))
+                .replace("CLOSER", _jinja_string(closer)).replace("EOT", _jinja_string(eot)))  # fmt: skip
+        (out / "templates" / f"{slug}.jinja").write_text(text, encoding="utf-8")
+    with deadline(120):
+        report = build(discover(str(out / "templates")), str(out / "specs"),
+                       str(out / "generated"), log=lambda message: None)  # fmt: skip
+    parsers = {}
+    for slug in MARKERS:
+        path = out / "generated" / f"{slug}.py"
+        spec = importlib.util.spec_from_file_location(f"robust_{slug}", path)
+        assert spec is not None and spec.loader is not None, path
+        parsers[slug] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(parsers[slug])
+    return out, report, parsers
+
+
+def test_invented_templates_build(invented):
+    out, report, parsers = invented
+    assert report.failures == []
+    # Markers over 64 characters are reported for review, and kept.
+    assert all("marker of 1000 characters" in warning for warning in report.warnings)
+    assert {warning.split(":")[0] for warning in report.warnings} == {
+        str(out / "specs" / "robust_long_end.yaml"),
+        str(out / "specs" / "robust_long_opener.yaml"),
+    }
+    opener, closer, eot = MARKERS["robust_long_opener"]
+    assert parsers["robust_long_opener"].TRIGGERS == [{"type": 1, "value": opener}]
+    # The long end-of-turn marker is recognised, not dropped.
+    assert parsers["robust_long_end"].STOP == [MARKERS["robust_long_end"][2]]
+    assert parsers["robust_separators"].STOP == ["<|end\u0085|>"]
+    assert parsers["robust_separators"].TRIGGERS == [{"type": 1, "value": "<call\u2028>"}]
+
+
+@pytest.mark.parametrize("slug", list(MARKERS))
+def test_invented_template_round_trips_and_its_grammars_accept(invented, monkeypatch, slug):
+    out, _, parsers = invented
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    parser = parsers[slug]
+    trigger = parser.TRIGGERS[0]["value"]
+    checked = 0
+    for kind in rt.ALL_KINDS:
+        case = rt.build_case(slug, kind)
+        if case is None:
+            continue
+        passed, why = rt.check(case, parser.parse)
+        assert passed, (kind.name, why)
+        # Tool names unrestricted here (one large grammar to compile, not one per tool
+        # set); the calls' grammar below restricts them.
+        whole = parser.grammar(enable_thinking=kind.enable_thinking)
+        for text in (case.text, case.text + parser.STOP[0]):
+            assert accepts(whole, text), (kind.name, text, why_rejected(whole, text))
+        if kind.calls:
+            calls = case.text[case.text.index(trigger) :]
+            tools_grammar = parser.tool_call_grammar(tools=case.tools)
+            assert accepts(tools_grammar, calls), (kind.name, why_rejected(tools_grammar, calls))
+        checked += 1
+    assert checked >= 7
+
+
+def test_long_end_marker_ends_the_turn(invented):
+    _, _, parsers = invented
+    parser, eot = parsers["robust_long_end"], MARKERS["robust_long_end"][2]
+    message = parser.parse("It is 42." + eot)
+    assert message["content"] == "It is 42."
+    assert parser.parse("It is 42." + eot[:-1])["content"] == "It is 42." + eot[:-1]
+
+
+# ---------------------------------------------------------------------------------------
+# llguidance, one token per byte (as tests/test_grammar.py), imported where used
+
+class _ByteTokenizer:
+    """Token i < 256 is the single byte i; token 256 is EOS."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"<|eos|>"]
+    special_token_ids = [256]
+
+    def __call__(self, text):
+        return list(text.encode("utf-8") if isinstance(text, str) else text)
+
+
+_MATCHERS: dict[str, object] = {}
+
+
+def _matcher(grammar: str):
+    llguidance = pytest.importorskip("llguidance")
+    if grammar not in _MATCHERS:
+        if "tokenizer" not in _MATCHERS:
+            wrapper = llguidance.TokenizerWrapper(_ByteTokenizer())
+            _MATCHERS["tokenizer"] = llguidance.LLTokenizer(wrapper, slices=[])
+        compiled = llguidance.grammar_from("gbnf", grammar)
+        matcher = llguidance.LLMatcher(_MATCHERS["tokenizer"], compiled, log_level=0)
+        assert not matcher.is_error(), matcher.get_error()
+        _MATCHERS[grammar] = matcher
+    return _MATCHERS[grammar].deep_copy()  # type: ignore[attr-defined]
+
+
+def accepts(grammar: str, text: str) -> bool:
+    matcher = _matcher(grammar)
+    data = list(text.encode("utf-8"))
+    if matcher.try_consume_tokens(data) != len(data):
+        return False
+    return matcher.is_accepting() and matcher.consume_token(_ByteTokenizer.eos_token_id)
+
+
+def why_rejected(grammar: str, text: str) -> str:
+    matcher = _matcher(grammar)
+    for at, byte in enumerate(text.encode("utf-8")):
+        if not matcher.consume_token(byte):
+            return f"byte {at}: {matcher.get_error()[:300]}"
+    return "all bytes consumed, but the grammar cannot end there"
