@@ -412,9 +412,11 @@ def _read_calls(text, at, types):
         calls.append(call)
     if not calls:
         return None
-    at = _close(text, at, SECTION_END)
-    if at < 0:
-        return None
+    end = _close(text, at, SECTION_END)
+    if end < 0:
+        # Not closed: the calls read stand, and what follows is text after them.
+        return calls, at
+    at = end
     for marker in END_AFTER_CALLS:
         end = _match(text, at, marker)
         if end >= 0:
@@ -1184,7 +1186,14 @@ class StreamParser:
                 self._rewind(mark)
                 break
             count += 1
-        yield from self._closer(SECTION_END)
+        mark = len(self._raw)
+        try:
+            yield from self._closer(SECTION_END)
+        except _Broken:
+            # Not closed: the calls read stand, what follows is text after them.
+            self._rewind(mark)
+            self._confirm()
+            return
         self._confirm()
         for marker in END_AFTER_CALLS:
             if (yield from self._literal(marker)):

@@ -192,3 +192,18 @@ def test_markerless_json_only_a_call_shaped_object_is_a_call(slug):
         assert message["tool_calls"] == [] and message["content"] == text
     call = write_call(parser.SPEC["tools"], "get_weather", {"city": "Oslo"})
     assert parser.parse(call)["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_a_list_cut_after_its_first_call_keeps_that_call():
+    """Issue 12: a Mistral Nemo list whose second call is cut off lost the complete
+    first one (the section's ']' never came); it is read, the rest is content."""
+    module = rt.module("mistralai_mistral_nemo_instruct_2407")
+    first = '{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcdefghi"}'
+    text = "[TOOL_CALLS][" + first + ', {"name": "get_ti'
+    message = module.parse(text)
+    assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == [
+        {"city": "Paris"}
+    ]
+    assert message["content"] == ', {"name": "get_ti'
+    with pytest.raises(ValueError):
+        module.parse(text, strict=True)

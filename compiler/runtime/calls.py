@@ -95,9 +95,11 @@ def _read_calls(text, at, types):
     if not calls:
         return None
     if SECTION_END:
-        at = _close(text, at, SECTION_END)
-        if at < 0:
-            return None
+        end = _close(text, at, SECTION_END)
+        if end < 0:
+            # Not closed: the calls read stand, and what follows is text after them.
+            return calls, at
+        at = end
     for marker in END_AFTER_CALLS:
         end = _match(text, at, marker)
         if end >= 0:

@@ -748,7 +748,14 @@ class StreamParser:
             if not SECTION_END:
                 self._confirm()  # nothing after it can undo this call
         if SECTION_END:
-            yield from self._closer(SECTION_END)
+            mark = len(self._raw)
+            try:
+                yield from self._closer(SECTION_END)
+            except _Broken:
+                # Not closed: the calls read stand, what follows is text after them.
+                self._rewind(mark)
+                self._confirm()
+                return
             self._confirm()
         for marker in END_AFTER_CALLS:
             if (yield from self._literal(marker)):
