@@ -121,6 +121,7 @@ def build(
             report.failures.append(failure(source, spec_path, error))
             log(f"[{number}/{len(sources)}] {source.slug}: failed")
             continue
+        report.warnings.extend(source.warnings)
         report.warnings.extend(warnings)
         for path, text in files.items():
             _write_if_changed(path, text, report)

@@ -489,6 +489,19 @@ def test_analyze_warns_about_an_empty_template(tmp_path, capsys):
     )
 
 
+def test_build_warns_about_an_empty_template(tmp_path, capsys):
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    path = write(folder / "empty.jinja", "")
+    out_specs, out_generated = str(tmp_path / "specs"), str(tmp_path / "generated")
+    code, out, err = run(
+        capsys, "build", "--templates", str(folder), "--specs", out_specs,
+        "--generated", out_generated,
+    )  # fmt: skip
+    assert code == 0
+    assert f"warning: {path}: the template is empty" in out + err
+
+
 def test_analyze_a_corpus_template_takes_its_manifest_inputs(tmp_path, capsys):
     name = "CohereForAI-c4ai-command-r-plus-tool_use.jinja"
     text = corpus_text(name)
