@@ -686,14 +686,15 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        run = self._run  # None once finish() has run
+        if run is not None and type(chunk) is str:
+            deltas = run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if not isinstance(chunk, str):
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None:
-            deltas = self._run(chunk)
-            if deltas is not None:
-                return deltas  # the reader still waits where it was
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -707,6 +708,7 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
+            self._run = None
             self._pending += "".join(self._space)
             self._space = []
             if self._tail:  # the final end-of-turn marker, which parse strips
@@ -716,6 +718,7 @@ class StreamParser:
                 self._stop_cut = trimmed != self._pending
                 self._pending = trimmed
             self._step()
+            self._run = None  # at the end of the output the reader waits for nothing
         return self._take()
 
     def _step(self):
@@ -1158,11 +1161,13 @@ class StreamParser:
             if self._pending:
                 return None
             if scan.quote and scan.quote not in chunk:
-                # Inside a string that the chunk cannot close, the value goes on.
-                if scan.escaped or "\\" in chunk:
-                    scan.scan(chunk, 0, False)
-                else:
-                    scan.read += len(chunk)
+                # Inside a string that the chunk cannot close, the value goes on;
+                # all that matters is whether the chunk ends inside an escape: after
+                # a run of backslashes of odd length (the one escaped aside).
+                if "\\" in chunk or (scan.escaped and chunk):
+                    body = chunk[1:] if scan.escaped else chunk
+                    scan.escaped = (len(body) - len(body.rstrip("\\"))) % 2 == 1
+                scan.read += len(chunk)
             elif scan.attempt(chunk) is not None:
                 # The value ends in the chunk: the reader reads it afresh, from
                 # where the scanner was before it.

@@ -181,14 +181,15 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        run = self._run  # None once finish() has run
+        if run is not None and type(chunk) is str:
+            deltas = run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if not isinstance(chunk, str):
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None:
-            deltas = self._run(chunk)
-            if deltas is not None:
-                return deltas  # the reader still waits where it was
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -202,6 +203,7 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
+            self._run = None
             self._pending += "".join(self._space)
             self._space = []
             if self._tail:  # the final end-of-turn marker, which parse strips
@@ -211,6 +213,7 @@ class StreamParser:
                 self._stop_cut = trimmed != self._pending
                 self._pending = trimmed
             self._step()
+            self._run = None  # at the end of the output the reader waits for nothing
         return self._take()
 
     def _step(self):

@@ -591,6 +591,22 @@ class _Broken(Exception):
     """The tool call being read is not well-formed."""
 
 
+def _prefix_tail(*markers):
+    """(pattern, reach): the pattern finds, searched for in a text's last ``reach``
+    characters, where a proper prefix of one of ``markers`` ends the text (the
+    leftmost such place, as ``_partial_at`` finds it for each)."""
+    found = _PREFIX_TAILS.get(markers)
+    if found is None:
+        prefixes = {m[:size] for m in markers for size in range(1, len(m))}
+        alternatives = "|".join(map(re.escape, sorted(prefixes, key=len, reverse=True)))
+        pattern = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)")
+        found = _PREFIX_TAILS[markers] = (pattern, max(map(len, markers)))
+    return found
+
+
+_PREFIX_TAILS: dict = {}
+
+
 def _final_stop_apart(text):
     """(``text`` less a final end-of-turn marker, that marker with the whitespace
     after it), the marker found as ``_strip_stop`` finds it."""
@@ -678,14 +694,15 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        run = self._run  # None once finish() has run
+        if run is not None and type(chunk) is str:
+            deltas = run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if not isinstance(chunk, str):
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None:
-            deltas = self._run(chunk)
-            if deltas is not None:
-                return deltas  # the reader still waits where it was
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -699,6 +716,7 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
+            self._run = None
             self._pending += "".join(self._space)
             self._space = []
             if self._tail:  # the final end-of-turn marker, which parse strips
@@ -708,6 +726,7 @@ class StreamParser:
                 self._stop_cut = trimmed != self._pending
                 self._pending = trimmed
             self._step()
+            self._run = None  # at the end of the output the reader waits for nothing
         return self._take()
 
     def _step(self):
@@ -1193,6 +1212,7 @@ class StreamParser:
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         # What may end the value: the suffix, less or with the whitespace it opens with.
         first, other = core[0], (lead + core)[0]
+        tail, reach = _prefix_tail(lead + core, core)
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -1208,7 +1228,8 @@ class StreamParser:
             if first in text or other in text:
                 if core in text:
                     return None
-                keep = min(_partial_at(text, lead + core), _partial_at(text, core))
+                found = tail.search(text, max(0, len(text) - reach))
+                keep = found.start() if found else len(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:

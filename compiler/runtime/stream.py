@@ -16,6 +16,7 @@ broken goes back to being content, as it does in ``parse``.
 from __future__ import annotations
 
 import json
+import re
 
 from .calls import _ATTEMPTS, _read_call, _trailing
 from .format import (
@@ -83,6 +84,22 @@ from .values import (
 
 class _Broken(Exception):
     """The tool call being read is not well-formed."""
+
+
+def _prefix_tail(*markers):
+    """(pattern, reach): the pattern finds, searched for in a text's last ``reach``
+    characters, where a proper prefix of one of ``markers`` ends the text (the
+    leftmost such place, as ``_partial_at`` finds it for each)."""
+    found = _PREFIX_TAILS.get(markers)
+    if found is None:
+        prefixes = {m[:size] for m in markers for size in range(1, len(m))}
+        alternatives = "|".join(map(re.escape, sorted(prefixes, key=len, reverse=True)))
+        pattern = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)")
+        found = _PREFIX_TAILS[markers] = (pattern, max(map(len, markers)))
+    return found
+
+
+_PREFIX_TAILS: dict = {}
 
 
 def _final_stop_apart(text):
@@ -200,14 +217,15 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        run = self._run  # None once finish() has run
+        if run is not None and type(chunk) is str:
+            deltas = run(chunk)
+            if deltas is not None:
+                return deltas  # the reader still waits where it was
         if not isinstance(chunk, str):
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
-        if self._run is not None:
-            deltas = self._run(chunk)
-            if deltas is not None:
-                return deltas  # the reader still waits where it was
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -221,6 +239,7 @@ class StreamParser:
         """The remaining deltas, once the output has ended."""
         if not self._eof:
             self._eof = True
+            self._run = None
             self._pending += "".join(self._space)
             self._space = []
             if self._tail:  # the final end-of-turn marker, which parse strips
@@ -230,6 +249,7 @@ class StreamParser:
                 self._stop_cut = trimmed != self._pending
                 self._pending = trimmed
             self._step()
+            self._run = None  # at the end of the output the reader waits for nothing
         return self._take()
 
     def _step(self):
@@ -787,11 +807,13 @@ class StreamParser:
             if self._pending:
                 return None
             if scan.quote and scan.quote not in chunk:
-                # Inside a string that the chunk cannot close, the value goes on.
-                if scan.escaped or "\\" in chunk:
-                    scan.scan(chunk, 0, False)
-                else:
-                    scan.read += len(chunk)
+                # Inside a string that the chunk cannot close, the value goes on;
+                # all that matters is whether the chunk ends inside an escape: after
+                # a run of backslashes of odd length (the one escaped aside).
+                if "\\" in chunk or (scan.escaped and chunk):
+                    body = chunk[1:] if scan.escaped else chunk
+                    scan.escaped = (len(body) - len(body.rstrip("\\"))) % 2 == 1
+                scan.read += len(chunk)
             elif scan.attempt(chunk) is not None:
                 # The value ends in the chunk: the reader reads it afresh, from
                 # where the scanner was before it.
@@ -1050,6 +1072,7 @@ class StreamParser:
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         # What may end the value: the suffix, less or with the whitespace it opens with.
         first, other = core[0], (lead + core)[0]
+        tail, reach = _prefix_tail(lead + core, core)
         streaming = kind == "string"
         if streaming:
             self._arguments_text(index, '"')
@@ -1065,7 +1088,8 @@ class StreamParser:
             if first in text or other in text:
                 if core in text:
                     return None
-                keep = min(_partial_at(text, lead + core), _partial_at(text, core))
+                found = tail.search(text, max(0, len(text) - reach))
+                keep = found.start() if found else len(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:
