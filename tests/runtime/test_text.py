@@ -97,14 +97,7 @@ def test_match_after_any_whitespace(lead, literal, rest):
         assert end == expected
 
 
-# --- _seek / _before ----------------------------------------------------------------
-
-
-def test_seek():
-    assert T._seek("ab <x> cd", 0, " <x> ") == 3  # the core, less its whitespace
-    assert T._seek("<x>a<x>", 1, "<x>") == 4
-    assert T._seek("ab", 0, "<x>") == -1
-    assert T._seek("abc", 2, " \n") == 2  # nothing but whitespace: here
+# --- _before ------------------------------------------------------------------
 
 
 def test_before():

@@ -154,17 +154,25 @@ def test_escape_at_a_piece_boundary(text, cut):
     assert _pieces_end(text + " rest", [cut]) == len(text)
 
 
-def test_copy_is_independent():
+def test_attempt_undoes_a_piece_in_which_the_value_ends():
     scan = V._ValueEnd()
     assert scan.scan('{"a": [1, "x\\', 0, False) is None
-    twin = scan.copy()
-    # the escaped quote, the closing one, then ] and }
-    assert twin.scan('""]} x', 0, True) == 4
-    # the original still waits inside the string, after the backslash
-    assert scan.escaped and scan.quote == '"' and scan.depth == ["}", "]"]
-    # another twin: the escaped quote ends nothing, so the value goes on
-    assert scan.copy().scan('"]}', 0, True) == -1
-    assert scan.scan('n"]}', 0, True) == 4
+    state = (list(scan.depth), scan.quote, scan.escaped, scan.read)
+    # the escaped quote, the closing one, then ] and }: the value ends, nothing kept
+    assert scan.attempt('""]} x') == 4
+    assert (scan.depth, scan.quote, scan.escaped, scan.read) == state
+    # a piece in which it goes on is kept
+    assert scan.attempt('n') is None and scan.read == state[3] + 1
+    assert scan.scan('"]}', 0, True) == 3
+
+
+def test_attempt_restores_deep_nesting_from_the_piece_alone():
+    """Undoing costs what the piece holds: as many brackets as it has characters."""
+    scan = V._ValueEnd()
+    assert scan.scan("[" * 10_000, 0, False) is None
+    assert scan.attempt("]]]}") == -1  # the fourth closes a bracket of another kind
+    assert scan.depth == ["]"] * 10_000
+    assert scan.scan("]" * 10_000, 0, True) == 10_000
 
 
 # --- _load / _typed -----------------------------------------------------------------
