@@ -230,12 +230,6 @@ class _ValueEnd:
         self.escaped = False
         self.read = 0  # characters read in earlier pieces
 
-    def copy(self):
-        twin = _ValueEnd()
-        twin.depth = list(self.depth)
-        twin.quote, twin.escaped, twin.read = self.quote, self.escaped, self.read
-        return twin
-
     def attempt(self, text):
         """Scan ``text`` as a piece that may not be the last: None when the literal
         goes on past it; else its end (or -1), with the scanner left as it was

@@ -105,7 +105,8 @@ _LOOSE: dict = {}
 def _read_to(text, at, literal):
     """A value written from ``at`` up to the next ``literal``: (where the value
     ends, less the whitespace the literal starts with; where the literal ends), or
-    None when no literal follows. ``_seek``, ``_before`` and ``_match`` in one step,
+    None when no literal follows. finding the literal, dropping the whitespace it starts with from the
+    value, and stepping past it, in one step,
     the value not sliced (it may be long)."""
     lead, core, trail = _SPLIT.get(literal) or _split(literal)
     if not core:
