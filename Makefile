@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs check test lint bench clean
+.PHONY: all templates specs check test lint bench bench-linear clean
 
 all: specs
 
@@ -55,6 +55,11 @@ bench: templates $(BENCH_STAMP)
 	$(BENCH_PY) -m tests.benchmarks.bench $(BENCH_ARGS); status=$$?; \
 	$(PY) -m tests.benchmarks.time_build $(filter --check --json,$(BENCH_ARGS)) \
 	&& exit $$status
+
+# Linear time on every input: pathological texts of 10 KB-1 MB in each part of every
+# format, parse and stream (about 13 minutes on 2 cores; --check fails above 15x per 10x).
+bench-linear: templates
+	$(PY) -m tests.benchmarks.linear $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .cache
