@@ -431,29 +431,16 @@ def test_long_end_marker_ends_the_turn(invented):
 # ---------------------------------------------------------------------------------------
 # llguidance, one token per byte (as tests/test_grammar.py), imported where used
 
-class _ByteTokenizer:
-    """Token i < 256 is the single byte i; token 256 is EOS."""
-
-    eos_token_id = 256
-    bos_token_id = None
-    tokens = [bytes([i]) for i in range(256)] + [b"<|eos|>"]
-    special_token_ids = [256]
-
-    def __call__(self, text):
-        return list(text.encode("utf-8") if isinstance(text, str) else text)
-
-
 _MATCHERS: dict[str, object] = {}
 
 
 def _matcher(grammar: str):
     llguidance = pytest.importorskip("llguidance")
+    from tests.test_grammar import TOKENIZER  # one token per byte
+
     if grammar not in _MATCHERS:
-        if "tokenizer" not in _MATCHERS:
-            wrapper = llguidance.TokenizerWrapper(_ByteTokenizer())
-            _MATCHERS["tokenizer"] = llguidance.LLTokenizer(wrapper, slices=[])
         compiled = llguidance.grammar_from("gbnf", grammar)
-        matcher = llguidance.LLMatcher(_MATCHERS["tokenizer"], compiled, log_level=0)
+        matcher = llguidance.LLMatcher(TOKENIZER, compiled, log_level=0)
         assert not matcher.is_error(), matcher.get_error()
         _MATCHERS[grammar] = matcher
     return _MATCHERS[grammar].deep_copy()  # type: ignore[attr-defined]
@@ -464,7 +451,9 @@ def accepts(grammar: str, text: str) -> bool:
     data = list(text.encode("utf-8"))
     if matcher.try_consume_tokens(data) != len(data):
         return False
-    return matcher.is_accepting() and matcher.consume_token(_ByteTokenizer.eos_token_id)
+    from tests.test_grammar import EOS
+
+    return matcher.is_accepting() and matcher.consume_token(EOS)
 
 
 def why_rejected(grammar: str, text: str) -> str:
