@@ -718,10 +718,6 @@ class _GGUF:
                 f"{self.path}: tokenizer.ggml.tokens is not a list of strings "
                 f"({self._type(tokens)})"
             )
-        texts = [
-            self.text(tokens, f"tokenizer.ggml.tokens[{index}]", index)
-            for index in range(len(tokens.data))
-        ]
         kinds = fields.get(_GGUF_TOKEN_TYPES)
         types = None
         if kinds is not None:
@@ -737,7 +733,8 @@ class _GGUF:
         ids = {key: self.integer(fields, key) for key in (_GGUF_BOS, _GGUF_EOS, *_GGUF_END_IDS)}
         try:
             return token_tables.from_gguf(
-                texts,
+                len(tokens.data),
+                lambda index: self.text(tokens, f"tokenizer.ggml.tokens[{index}]", index),
                 types,
                 ids[_GGUF_BOS],
                 ids[_GGUF_EOS],

@@ -19,7 +19,7 @@ pre-tokenizer may split the marker before the vocabulary is consulted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 # GGUF's token types (llama.cpp's llama_token_type): the two it matches whole.
 GGUF_CONTROL = 3
@@ -144,30 +144,33 @@ def generation_end_ids(config: object) -> list[int]:
 
 
 def from_gguf(
-    texts: list[str],
+    count: int,
+    text_of: Callable[[int], str],
     types: list[int] | None,
     bos_id: int | None,
     eos_id: int | None,
     end_ids: Iterable[int] = (),
 ) -> TokenTable:
-    """The table of a GGUF file's ``tokenizer.ggml.tokens`` and ``token_type`` lists,
-    with its bos, eos and other end-of-generation ids (ids outside the list are
-    dropped: the file does not say what they are)."""
+    """The table of a GGUF file's token list (``count`` tokens, ``text_of`` an id's
+    text, read only for the tokens needed) and its ``token_type`` list, with its bos,
+    eos and other end-of-generation ids (ids outside the list are dropped: the file
+    does not say what they are)."""
     whole: dict[str, Token] = {}
     if types is not None:
-        if len(types) != len(texts):
+        if len(types) != count:
             raise TokenizerError(
-                f"tokenizer.ggml.token_type has {len(types)} entries for {len(texts)} tokens"
+                f"tokenizer.ggml.token_type has {len(types)} entries for {count} tokens"
             )
-        for token_id, (text, kind) in enumerate(zip(texts, types, strict=True)):
-            if kind in (GGUF_CONTROL, GGUF_USER_DEFINED) and text not in whole:
-                whole[text] = Token(text, token_id, kind == GGUF_CONTROL)
+        for token_id, kind in enumerate(types):
+            if kind in (GGUF_CONTROL, GGUF_USER_DEFINED):
+                text = text_of(token_id)
+                whole.setdefault(text, Token(text, token_id, kind == GGUF_CONTROL))
 
     def by_id(token_id: int | None) -> Token | None:
-        if token_id is None or not 0 <= token_id < len(texts):
+        if token_id is None or not 0 <= token_id < count:
             return None
         kind = types[token_id] if types is not None else None
-        return Token(texts[token_id], token_id, kind == GGUF_CONTROL)
+        return Token(text_of(token_id), token_id, kind == GGUF_CONTROL)
 
     eos = by_id(eos_id)
     also = [

@@ -340,3 +340,21 @@ def test_check_names_a_tokenizer_changed_since_the_build(tmp_path):
         f"{os.path.join(specs_dir, 'm.yaml')}: the tokenizer of {model} changed since this "
         "spec was made (its tokens section differs)"
     ]
+
+
+def test_an_eos_that_is_no_token_of_the_vocabulary_is_still_a_stop_string(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    write_json(model / "tokenizer_config.json", {
+        "eos_token": "<eot>",
+        "chat_template": "{% for m in messages %}[{{ m.role }}]{{ m.content }}<turn>{% endfor %}"
+                         "{% if add_generation_prompt %}[assistant]{% endif %}",
+    })  # fmt: skip
+    write_json(model / "tokenizer.json", {"added_tokens": [], "model": {"vocab": {"x": 0}}})
+    [source] = discover(None, [str(model)])
+    spec, module = compiled(source)
+    assert spec["tokens"]["eos"] == {"text": "<eot>", "id": None, "special": False}
+    assert spec["tokens"]["eos_tokens"] == []
+    assert module["EOS_TOKEN_IDS"] == [] and module["TOKEN_IDS"] == {}
+    assert module["STOP"] == ["<turn>", "<eot>"]
+    assert module["parse"]("Hi.<eot>")["content"] == "Hi."
