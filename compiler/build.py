@@ -18,7 +18,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from . import __version__, samples, spec as specs
+from . import __version__, samples, spec as specs, tokens
 from .analyze import Analysis, analyze
 from . import model
 from .codegen import module as module_codegen, response_template
@@ -263,6 +263,8 @@ def spec_for(
         "template": {"path": source.path, "sha256": source.sha256},
         "render_inputs": analyzed.inputs.as_spec(source.tool_shape),
         **body,
+        # Only where the source has a tokenizer: a corpus template's spec has none.
+        **({"tokens": tokens.section(source.tokenizer, body)} if source.tokenizer else {}),
         "review": analysis.review,
         "overrides": overrides,
     }

@@ -15,11 +15,11 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import __version__, spec as specs
+from . import __version__, spec as specs, tokens as token_tables
 from .build import PACKAGE_INIT, outputs
 from .sources import TemplateSource, discover
 
-_METADATA = ("spec_version", "compiler_version", "template", "render_inputs", "review")
+_METADATA = specs.METADATA
 
 
 @dataclass
@@ -84,6 +84,13 @@ def _spec_of(source: TemplateSource, spec_path: str, report: CheckReport) -> dic
         report.problems.append(
             f"{spec_path}: render inputs of {source.path} changed since this spec was made "
             f"({', '.join(changed)})"
+        )
+    if spec.get("tokens") != (
+        token_tables.section(source.tokenizer, spec) if source.tokenizer else None
+    ):
+        report.problems.append(
+            f"{spec_path}: the tokenizer of {source.path} changed since this spec was made "
+            "(its tokens section differs)"
         )
     if not _overrides_applied(spec, spec_path, report):
         report.problems.append(

@@ -19,6 +19,9 @@ from .spec import SpecError
 HOLES = ("name", "id", "index", "arguments")
 # llama.cpp's numbers for grammar_triggers types.
 TRIGGER_TYPES = {"word": 1, "pattern": 2, "pattern_full": 3}
+# llama.cpp's token trigger (common_grammar_trigger_type's first member): a word that is
+# one token, matched by its id.
+TOKEN_TRIGGER = 0
 
 
 class _Where:
@@ -393,9 +396,34 @@ class Trigger:
     type: str  # word, pattern, pattern_full
     value: str
 
-    def as_llama_cpp(self) -> dict:
-        """llama.cpp's server JSON for one of ``grammar_triggers``."""
+    def as_llama_cpp(self, token_ids: dict[str, int] | None = None) -> dict:
+        """llama.cpp's server JSON for one of ``grammar_triggers``: a word that is one
+        token of the tokenizer (``token_ids``) becomes a token trigger, type 0, as
+        llama.cpp's server makes one of such a word itself."""
+        token = (token_ids or {}).get(self.value) if self.type == "word" else None
+        if token is not None:
+            return {"type": TOKEN_TRIGGER, "value": self.value, "token": token}
         return {"type": TRIGGER_TYPES[self.type], "value": self.value}
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The spec's ``tokens`` section: what a server filters and triggers on by id."""
+
+    source: str  # where they were read: "tokenizer.json" or "gguf"
+    bos_id: int | None
+    eos_id: int | None
+    eos_text: str | None
+    # Every token that ends a turn (eos first), and the texts of those that have one.
+    eos_ids: tuple[int, ...]
+    eos_texts: tuple[str, ...]
+    # Marker → id, for the format's markers that are one token, in the spec's order.
+    ids: tuple[tuple[str, int], ...]
+
+    def describe(self) -> str:
+        eos = f"eos {self.eos_text!r} = {self.eos_id}" if self.eos_text else "no eos"
+        ones = ", ".join(f"{text!r} = {token_id}" for text, token_id in self.ids)
+        return f"{eos}; one token each: {ones or 'no marker'} (from {self.source})"
 
 
 @dataclass(frozen=True)
@@ -412,6 +440,16 @@ class Format:
     triggers: tuple[Trigger, ...]
     preserved_tokens: tuple[str, ...]
     spec: dict  # the resolved spec, as written to the module's SPEC
+    tokens: Tokens | None = None  # where the source has a tokenizer
+
+    @property
+    def token_ids(self) -> dict[str, int]:
+        """Marker → id, for the markers that are one token of the tokenizer."""
+        return dict(self.tokens.ids) if self.tokens else {}
+
+    def llama_cpp_triggers(self) -> list[dict]:
+        """``grammar_triggers`` as llama.cpp's server reads them (DESIGN.md)."""
+        return [trigger.as_llama_cpp(self.token_ids) for trigger in self.triggers]
 
     @property
     def has_calls(self) -> bool:
@@ -428,6 +466,8 @@ class Format:
         if self.tokenizer_eos:
             stop = (stop + ", " if stop else "") + "the tokenizer's eos token"
         lines.append(f"End of turn: {stop or 'not marked'}.")
+        if self.tokens:
+            lines.append(f"Tokens: {self.tokens.describe()}.")
         return lines
 
 
@@ -435,17 +475,45 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
     """The model of a schema-valid spec; SpecError names the file and the YAML path of
     a rule across fields that the spec breaks."""
     where = _Where(origin)
+    tokens = _tokens(spec.get("tokens"))
+    stop = tuple(spec["end_of_turn"]["markers"])
+    if tokens is not None:
+        # The real eos (and the tokenizer's other end tokens) end a turn too.
+        stop += tuple(text for text in tokens.eos_texts if text not in stop)
     return Format(
         slug=slug,
         origin=origin,
         reasoning=_reasoning(spec["reasoning"], where),
         content=_content(spec["content"], where),
         calls=_calls(spec["tools"], where),
-        stop=tuple(spec["end_of_turn"]["markers"]),
+        stop=stop,
         tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
         triggers=tuple(Trigger(t["type"], t["value"]) for t in spec["grammar"]["triggers"]),
         preserved_tokens=tuple(spec["grammar"]["preserved_tokens"]),
         spec=spec,
+        tokens=tokens,
+    )
+
+
+def _tokens(section: dict | None) -> Tokens | None:
+    if section is None:
+        return None
+    eos = section.get("eos") or {}
+    bos = section.get("bos") or {}
+    ends = section["eos_tokens"]
+    return Tokens(
+        source=section["source"],
+        bos_id=bos.get("id"),
+        eos_id=eos.get("id"),
+        eos_text=eos.get("text"),
+        eos_ids=tuple(token["id"] for token in ends),
+        # The eos text even where it is no token of the vocabulary (no id to stop on).
+        eos_texts=tuple(
+            dict.fromkeys(text for text in (eos.get("text"), *(t["text"] for t in ends)) if text)
+        ),
+        ids=tuple(
+            (token["text"], token["id"]) for token in section["markers"] if token["id"] is not None
+        ),
     )
 
 

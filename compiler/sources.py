@@ -18,6 +18,9 @@ import tarfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from . import tokens as token_tables
+from .tokens import TokenTable, TokenizerError
+
 MANIFEST_NAME = "manifest.json"
 DEFAULT_CACHE_DIR = os.path.join(".cache", "corpus")
 
@@ -55,6 +58,9 @@ class TemplateSource:
     tool_shape: str = "openai"
     # The tokenizer's other special tokens (SPECIAL_TOKENS) where the source gives them.
     special_tokens: dict = field(default_factory=dict)
+    # The tokenizer's tokens, where the source has a tokenizer (a model directory's
+    # tokenizer.json, a GGUF's token list): the spec's ``tokens`` section comes from it.
+    tokenizer: TokenTable | None = None
     # Notes for review about the source itself (an empty template), one line each,
     # starting with the path; the commands report them as warnings.
     warnings: tuple[str, ...] = ()
@@ -450,7 +456,13 @@ def _template_name(source: TemplateSource, path: str) -> str:
 
 
 def _from_text(
-    slug: str, path: str, text: str, bos: str | None, eos: str | None, special: dict
+    slug: str,
+    path: str,
+    text: str,
+    bos: str | None,
+    eos: str | None,
+    special: dict,
+    tokenizer: TokenTable | None = None,
 ) -> TemplateSource:
     return TemplateSource(
         slug=slug,
@@ -460,6 +472,7 @@ def _from_text(
         bos_token=bos,
         eos_token=eos,
         special_tokens=dict(special),
+        tokenizer=tokenizer,
         warnings=_warnings(path, text),
     )
 
@@ -471,13 +484,16 @@ def _named_sources(
     bos: str | None,
     eos: str | None,
     special: dict,
+    tokenizer: TokenTable | None = None,
 ) -> list[TemplateSource]:
     """One source per named template: "default" is the model's own and keeps the model's
     slug and path; every other name is a variant, ``<slug>_<name>`` at ``<path>#<name>``."""
     return [
-        _from_text(slug, path, text, bos, eos, special)
+        _from_text(slug, path, text, bos, eos, special, tokenizer)
         if name == "default"
-        else _from_text(slugify(f"{slug}_{name}"), f"{path}#{name}", text, bos, eos, special)
+        else _from_text(
+            slugify(f"{slug}_{name}"), f"{path}#{name}", text, bos, eos, special, tokenizer
+        )
         for name, text in templates
     ]
 
@@ -497,17 +513,19 @@ def _model_directory(path: str) -> list[TemplateSource]:
         if (text := _token_text(config.get(name), config_path, name)) is not None
     }
 
+    tokenizer = _tokenizer_json(path, bos, eos)
+
     jinja_path = os.path.join(path, "chat_template.jinja")
     if os.path.isfile(jinja_path):
         text, _ = _read_text(jinja_path)
-        return [_from_text(slug, path, text, bos, eos, special)]
+        return [_from_text(slug, path, text, bos, eos, special, tokenizer)]
 
     template = config.get("chat_template")
     if isinstance(template, str):
-        return [_from_text(slug, path, template, bos, eos, special)]
+        return [_from_text(slug, path, template, bos, eos, special, tokenizer)]
     if isinstance(template, list):
         named = _named_templates(template, config_path)
-        return _named_sources(slug, path, named, bos, eos, special)
+        return _named_sources(slug, path, named, bos, eos, special, tokenizer)
     if template is not None:
         raise SourceError(
             f"{config_path}: chat_template is {_json_type(template)}, not a string "
@@ -516,6 +534,25 @@ def _model_directory(path: str) -> list[TemplateSource]:
     raise SourceError(
         f"{path} has no chat_template.jinja and no chat_template in its tokenizer_config.json"
     )
+
+
+def _tokenizer_json(path: str, bos: str | None, eos: str | None) -> TokenTable | None:
+    """The model directory's ``tokenizer.json`` as a token table (None where it has
+    none), with the ids its ``generation_config.json`` ends generation on."""
+    tokenizer_path = os.path.join(path, "tokenizer.json")
+    if not os.path.isfile(tokenizer_path):
+        return None
+    end_ids: list[int] = []
+    generation_path = os.path.join(path, "generation_config.json")
+    if os.path.isfile(generation_path):
+        try:
+            end_ids = token_tables.generation_end_ids(_read_json(generation_path))
+        except TokenizerError as error:
+            raise SourceError(f"{generation_path}: {error}") from None
+    try:
+        return token_tables.from_tokenizer_json(_read_json(tokenizer_path), bos, eos, end_ids)
+    except TokenizerError as error:
+        raise SourceError(f"{tokenizer_path}: {error}") from None
 
 
 def _named_templates(entries: list, config_path: str) -> list[tuple[str, str]]:
@@ -560,6 +597,13 @@ _GGUF_SPECIAL_IDS = {
 }
 
 
+_GGUF_TOKEN_TYPES = "tokenizer.ggml.token_type"
+_GGUF_BOS = "tokenizer.ggml.bos_token_id"
+_GGUF_EOS = "tokenizer.ggml.eos_token_id"
+# Other tokens that end generation, as llama.cpp's converter writes them.
+_GGUF_END_IDS = ("tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+
+
 def _gguf_file(path: str) -> list[TemplateSource]:
     """The chat template(s) and bos/eos strings stored in a GGUF file's metadata."""
     try:
@@ -578,6 +622,7 @@ def _gguf_file(path: str) -> list[TemplateSource]:
             for name, key in _GGUF_SPECIAL_IDS.items()
             if (text := gguf_file.token(fields, key)) is not None
         }
+        tokenizer = gguf_file.table(fields)
     except SourceError:
         raise
     except Exception as error:  # a damaged file can fail anywhere in the reader (numpy)
@@ -588,7 +633,7 @@ def _gguf_file(path: str) -> list[TemplateSource]:
     if not templates:
         raise SourceError(f"{path} has no {_GGUF_TEMPLATE}")
     slug = slugify(os.path.splitext(os.path.basename(path))[0])
-    return _named_sources(slug, path, templates, bos, eos, special)
+    return _named_sources(slug, path, templates, bos, eos, special, tokenizer)
 
 
 def _check_gguf_header(path: str) -> None:
@@ -662,6 +707,49 @@ class _GGUF:
         if not 0 <= token_id < len(tokens.data):
             return None
         return self.text(tokens, f"tokenizer.ggml.tokens[{token_id}]", token_id)
+
+    def table(self, fields: dict) -> TokenTable | None:
+        """The token list as a token table (None where the file has none)."""
+        tokens = fields.get("tokenizer.ggml.tokens")
+        if tokens is None:
+            return None
+        if list(tokens.types) != [self.types.ARRAY, self.types.STRING]:
+            raise SourceError(
+                f"{self.path}: tokenizer.ggml.tokens is not a list of strings "
+                f"({self._type(tokens)})"
+            )
+        kinds = fields.get(_GGUF_TOKEN_TYPES)
+        types = None
+        if kinds is not None:
+            listed = list(kinds.types[:1]) == [self.types.ARRAY] and all(
+                kind in _integer_types(self.types) for kind in kinds.types[1:]
+            )
+            if not listed:
+                raise SourceError(
+                    f"{self.path}: {_GGUF_TOKEN_TYPES} is not a list of integers "
+                    f"({self._type(kinds)})"
+                )
+            types = [int(kinds.parts[index][0]) for index in kinds.data]
+        ids = {key: self.integer(fields, key) for key in (_GGUF_BOS, _GGUF_EOS, *_GGUF_END_IDS)}
+        try:
+            return token_tables.from_gguf(
+                len(tokens.data),
+                lambda index: self.text(tokens, f"tokenizer.ggml.tokens[{index}]", index),
+                types,
+                ids[_GGUF_BOS],
+                ids[_GGUF_EOS],
+                [token_id for key in _GGUF_END_IDS if (token_id := ids[key]) is not None],
+            )
+        except TokenizerError as error:
+            raise SourceError(f"{self.path}: {error}") from None
+
+    def integer(self, fields: dict, key: str) -> int | None:
+        found = fields.get(key)
+        if found is None:
+            return None
+        if len(found.types) != 1 or found.types[0] not in _integer_types(self.types):
+            raise SourceError(f"{self.path}: {key} is not an integer ({self._type(found)})")
+        return int(found.parts[found.data[0]][0])
 
     @staticmethod
     def _type(reader_field) -> str:

@@ -308,7 +308,8 @@ def read_overrides(path: str | Path) -> list:
 
 
 # What the build records around the analysis; no override reaches these.
-METADATA = ("spec_version", "compiler_version", "template", "render_inputs", "review")
+# ``tokens`` too: the build writes it from the source's tokenizer and the resolved format.
+METADATA = ("spec_version", "compiler_version", "template", "render_inputs", "tokens", "review")
 
 
 def resolve(spec: dict, origin: str) -> tuple[dict, bool]:

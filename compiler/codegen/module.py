@@ -48,6 +48,9 @@ PUBLIC = (
     "TRIGGERS",
     "PRESERVED_TOKENS",
     "STOP",
+    "TOKEN_IDS",
+    "BOS_TOKEN_ID",
+    "EOS_TOKEN_IDS",
     "SPEC",
 )
 # Format constants written after the runtime rather than before it: data, not format.
@@ -173,8 +176,11 @@ def slots(fmt: models.Format) -> dict[str, Any]:
     reasoning, content, calls = fmt.reasoning, fmt.content, fmt.calls
     values.update(
         STOP=list(fmt.stop),
-        TRIGGERS=[trigger.as_llama_cpp() for trigger in fmt.triggers],
+        TRIGGERS=fmt.llama_cpp_triggers(),
         PRESERVED_TOKENS=list(fmt.preserved_tokens),
+        TOKEN_IDS=fmt.token_ids,
+        BOS_TOKEN_ID=fmt.tokens.bos_id if fmt.tokens else None,
+        EOS_TOKEN_IDS=list(fmt.tokens.eos_ids) if fmt.tokens else [],
         HAS_REASONING=reasoning.has_block,
         REASONING_START=reasoning.start if reasoning.has_block else "",
         REASONING_STARTS=reasoning.starts if reasoning.has_block else (),

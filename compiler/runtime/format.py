@@ -12,6 +12,11 @@ SPEC: dict = {}  # the resolved spec the module was generated from
 STOP: list[str] = []  # end-of-turn strings known literally
 TRIGGERS: list[dict] = []  # llama.cpp's grammar_triggers
 PRESERVED_TOKENS: list[str] = []
+# The tokenizer's ids, where the source has a tokenizer (the spec's tokens section):
+# marker → id for the markers that are one token, bos, every token that ends a turn.
+TOKEN_IDS: dict[str, int] = {}
+BOS_TOKEN_ID: int | None = None
+EOS_TOKEN_IDS: list[int] = []
 GBNF: str = ""  # the grammar of a whole output, thinking on
 GBNF_TOOLS: str | None = None  # the grammar of the calls, from the trigger on
 _GRAMMAR_NO_THINKING: str = ""  # the grammar of a whole output, thinking off
