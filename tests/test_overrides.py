@@ -244,3 +244,29 @@ def test_gpt_oss_reads_a_recipient_outside_the_functions_namespace(recipient):
     )
     message = _read("openai_gpt_oss_120b", text)
     assert _calls(message) == [(recipient.removeprefix("functions."), {"a": 1})]
+
+
+@pytest.mark.parametrize(
+    "text,reasoning,content",
+    [
+        ("<|channel|>final<|message|>This is a test<|end|>", None, "This is a test"),
+        ("<|channel|>analysis<|message|>This is reasoning<|end|>", "This is reasoning", ""),
+        (
+            "<|channel|>analysis<|message|>One<|end|><|start|>assistant"
+            "<|channel|>final<|message|>Two<|end|>",
+            "One",
+            "Two",
+        ),
+        # <|end|> inside the output is no end of it
+        (
+            "<|channel|>final<|message|>Two<|end|> and more",
+            None,
+            "Two<|end|> and more",
+        ),
+    ],
+)
+def test_gpt_oss_reads_a_message_closed_by_end(text, reasoning, content):
+    """The output stops at a message's <|end|> (end_of_turn.markers), as the template
+    closes every message in the history but the last final one."""
+    message = _read("openai_gpt_oss_120b", text)
+    assert (message["reasoning_content"], message["content"]) == (reasoning, content)
