@@ -270,3 +270,17 @@ def test_gpt_oss_reads_a_message_closed_by_end(text, reasoning, content):
     closes every message in the history but the last final one."""
     message = _read("openai_gpt_oss_120b", text)
     assert (message["reasoning_content"], message["content"]) == (reasoning, content)
+
+
+@pytest.mark.parametrize("slug", ["gigachat3_10b_a1_8b", "gigachat3_1_10b_a1_8b"])
+@pytest.mark.parametrize(
+    "header", ["<|message_sep|>\n\nfunction call<|role_sep|>\n", "<|function_call|>"]
+)
+def test_gigachat_reads_calls_the_end_of_sequence_token_ends(slug, header):
+    """'</s>' written after the call (end_of_turn.markers): the output ends there,
+    the call's closer missing; inside the text it is text."""
+    text = "I'll check that for you." + header + '{"name": "f", "arguments": {"a": 1}}</s>'
+    message = _read(slug, text)
+    assert _calls(message) == [("f", {"a": 1})]
+    assert message["content"] == "I'll check that for you."
+    assert _read(slug, "Hello </s> there")["content"] == "Hello </s> there"
