@@ -455,6 +455,23 @@ class Format:
     def has_calls(self) -> bool:
         return self.calls is not None
 
+    @property
+    def content_as_unit(self) -> bool:
+        """Whether the content is written as one more unit of the turn, in a call's
+        place: nothing marks a call (the prompt writes what opens the first unit),
+        the content always opens with a marker of its own where a call would start,
+        and no marker closes it, so the separator written between units is what
+        ends it and the calls follow (a turn writes content, then calls). Where this
+        holds a separator after the content may start calls."""
+        calls = self.calls
+        return (
+            calls is not None
+            and calls.bare
+            and bool(calls.separator.strip())
+            and self.content.always_wrapped
+            and not self.content.end
+        )
+
     def describe(self) -> list[str]:
         """The format in a few lines, for a module's docstring."""
         lines = [

@@ -32,6 +32,7 @@ from compiler.runtime import lark as runtime_lark  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 from tests.test_grammar import EOS, TOKENIZER, GrammarError  # noqa: E402
 from tests.test_roundtrip import KNOWN_FAILURES  # noqa: E402
+from tests.test_tool_grammar import KNOWN_REJECTIONS as GRAMMAR_GAPS  # noqa: E402
 from tests.test_tool_grammar import corrupt, tool_slugs, trigger_start  # noqa: E402
 
 # Rendered texts the Lark grammar rejects for a reason outside it, with why. Strict: a
@@ -328,6 +329,8 @@ def choice_checks(slug: str) -> dict[str, bool]:
     content = _first_case(slug, "content", "content_thinking_off")
     both = _case(slug, KINDS["parallel_tool_calls"])
     then = _case(slug, KINDS["content_then_tool_call"])
+    if (slug, "content_then_tool_call") in GRAMMAR_GAPS:
+        then = None  # the grammars do not write it yet (tests/test_tool_grammar.py)
     tools = [rt.TOOLS["get_weather"], rt.TOOLS["get_time"]]
 
     def grammar(case, **choice):

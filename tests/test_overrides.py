@@ -244,3 +244,43 @@ def test_gpt_oss_reads_a_recipient_outside_the_functions_namespace(recipient):
     )
     message = _read("openai_gpt_oss_120b", text)
     assert _calls(message) == [(recipient.removeprefix("functions."), {"a": 1})]
+
+
+@pytest.mark.parametrize(
+    "text,reasoning,content",
+    [
+        ("<|channel|>final<|message|>This is a test<|end|>", None, "This is a test"),
+        ("<|channel|>analysis<|message|>This is reasoning<|end|>", "This is reasoning", ""),
+        (
+            "<|channel|>analysis<|message|>One<|end|><|start|>assistant"
+            "<|channel|>final<|message|>Two<|end|>",
+            "One",
+            "Two",
+        ),
+        # <|end|> inside the output is no end of it
+        (
+            "<|channel|>final<|message|>Two<|end|> and more",
+            None,
+            "Two<|end|> and more",
+        ),
+    ],
+)
+def test_gpt_oss_reads_a_message_closed_by_end(text, reasoning, content):
+    """The output stops at a message's <|end|> (end_of_turn.markers), as the template
+    closes every message in the history but the last final one."""
+    message = _read("openai_gpt_oss_120b", text)
+    assert (message["reasoning_content"], message["content"]) == (reasoning, content)
+
+
+@pytest.mark.parametrize("slug", ["gigachat3_10b_a1_8b", "gigachat3_1_10b_a1_8b"])
+@pytest.mark.parametrize(
+    "header", ["<|message_sep|>\n\nfunction call<|role_sep|>\n", "<|function_call|>"]
+)
+def test_gigachat_reads_calls_the_end_of_sequence_token_ends(slug, header):
+    """'</s>' written after the call (end_of_turn.markers): the output ends there,
+    the call's closer missing; inside the text it is text."""
+    text = "I'll check that for you." + header + '{"name": "f", "arguments": {"a": 1}}</s>'
+    message = _read(slug, text)
+    assert _calls(message) == [("f", {"a": 1})]
+    assert message["content"] == "I'll check that for you."
+    assert _read(slug, "Hello </s> there")["content"] == "Hello </s> there"

@@ -29,9 +29,6 @@ KNOWN_FAILURES = {
     # Python-call syntax with strings in single quotes that the template does not
     # escape: a quote inside a value is ambiguous.
     ("lfm2_5_8b_a1b", "tool_call_tricky_arguments"),
-    # The prompt ends with ">>>" and content is "all\n…": after content, the next
-    # call's ">>>" is a separator the reader does not look for.
-    ("meetkai_functionary_medium_v3_2", "content_then_tool_call"),
 }
 
 CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.CONTENT_KINDS]

@@ -29,7 +29,13 @@ from tests.test_roundtrip import KNOWN_FAILURES
 
 # Rendered texts the grammars reject for a reason outside them, with why. Strict: a
 # case that starts passing must leave this list.
-KNOWN_REJECTIONS: set[tuple[str, str]] = set()
+KNOWN_REJECTIONS: set[tuple[str, str]] = {
+    # The readers take the separator after content that is a unit of the turn as the
+    # start of calls (model.Format.content_as_unit); the grammars and triggers do not
+    # yet: no trigger fires after the content, and tool_choice="required" admits
+    # calls only where the output starts.
+    ("meetkai_functionary_medium_v3_2", "content_then_tool_call"),
+}
 
 ACCEPT_TARGET = 0.98
 REJECT_TARGET = 0.90

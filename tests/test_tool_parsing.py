@@ -271,3 +271,62 @@ def test_a_hole_written_twice_must_hold_the_same_word(slug):
     for size in (1, 5, len(text)):
         fed, finished, abandoned = streamed(parser, text, range(size, len(text), size), enable_thinking=False)
         assert merge(fed + finished, abandoned) == message, size
+
+
+def _content_is_a_unit(slug):
+    """Whether the spec writes the content as one unit of the turn in a call's place:
+    no marker opens a call, calls are separated by a marker, and the content always
+    opens with a marker of its own that nothing closes."""
+    spec = module(slug).SPEC
+    tools, content = spec["tools"], spec["content"]
+    return (
+        not (tools.get("section") or {}).get("start")
+        and not tools["call"]["start"].strip()
+        and bool(tools["call"]["separator"].strip())
+        and content["mode"] == "always_wrapped"
+        and bool(content["start"])
+        and not content["end"]
+    )
+
+
+CONTENT_UNITS = [slug for slug in tool_slugs("tagged") if _content_is_a_unit(slug)]
+
+
+def test_some_format_writes_its_content_as_a_unit():
+    assert CONTENT_UNITS, "no format to test: the corpus had one (Functionary v3.2)"
+
+
+@pytest.mark.parametrize("slug", CONTENT_UNITS)
+def test_calls_after_content_that_is_a_unit(slug):
+    """The content, then the separator, then calls: the separator ends the content.
+    The separator written where no call that runs to the end of the output can
+    follow it is text of the content. The stream reads the same at every cut."""
+    from tests.test_stream import merge, streamed
+
+    parser = module(slug)
+    tools = parser.SPEC["tools"]
+    separator = tools["call"]["separator"]
+    opener = parser.SPEC["content"]["start"] + "\n"
+    first = write_call(tools, "get_weather", {"city": "Oslo"})
+    second = write_call(tools, "get_time", {"zone": "CET"})
+    cases = {
+        "Let me check." + separator + first + separator + second: (
+            "Let me check.",
+            ["get_weather", "get_time"],
+        ),
+        f"a {separator} b": (f"a {separator} b", []),
+        f"ends with{separator}": (f"ends with{separator}", []),
+        f"see{separator}get_weather and more": (f"see{separator}get_weather and more", []),
+        # a call written in the content, followed by prose: not the turn's calls
+        f"like{separator}{first} and so on": (f"like{separator}{first} and so on", []),
+        # the separator as prose first, then the calls
+        f"a {separator} b{separator}{first}": (f"a {separator} b", ["get_weather"]),
+    }
+    for body, (content, names) in cases.items():
+        text = opener + body
+        message = parser.parse(text)
+        assert message["content"] == content, text
+        assert [call["function"]["name"] for call in message["tool_calls"]] == names, text
+        for size in (1, 2, 5, len(text)):
+            fed, finished, abandoned = streamed(parser, text, range(size, len(text), size))
+            assert merge(fed + finished, abandoned) == message, (text, size)

@@ -205,6 +205,7 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         return values
     values.update(
         BARE_CALLS=calls.bare,
+        CONTENT_AS_UNIT=fmt.content_as_unit,
         TRIGGER=calls.trigger,
         SECTION_START=calls.opener,
         SECTION_END=calls.section_end,

@@ -25,6 +25,8 @@ from .format import (
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
+    CONTENT_AS_UNIT,
+    CONTENT_START,
     ELEMENTS,
     END_AFTER_CALLS,
     ID_PATH,
@@ -49,6 +51,7 @@ from .format import (
 )
 from .text import (
     _SEEK,
+    _SEPARATOR_SEEK,
     _close_any,
     _find,
     _good_name,
@@ -539,6 +542,8 @@ def _find_calls(text, types, strict):
         found = _read_calls(text, _skip_space(text, 0), types)
         if found is not None and not _trailing(text[found[1] :]):
             return "", found[0], ""
+        if CONTENT_AS_UNIT:
+            return _calls_after_content(text, types)
         return text, [], ""
     at = 0
     for _ in range(_ATTEMPTS):
@@ -561,6 +566,31 @@ def _find_calls(text, types, strict):
             at = _past_start(text, at)
         else:
             at += len(_SEEK)
+    return text, [], ""
+
+
+def _calls_after_content(text, types):
+    """Where the content is one unit of the turn (CONTENT_AS_UNIT) and ``text``
+    opens with its marker: (the content, the calls, "") for the calls that a call
+    separator after it starts, where they run to the end of the output as a turn's
+    calls do; else the whole text is content. A separator that starts no such calls
+    is text of the content."""
+    at = _skip_space(text, 0)
+    if not text.startswith(CONTENT_START, at):
+        return text, [], ""
+    at += len(CONTENT_START)
+    for _ in range(_ATTEMPTS):
+        at = text.find(_SEPARATOR_SEEK, at)
+        if at < 0:
+            break
+        start = at
+        while start > 0 and text[start - 1].isspace():
+            start -= 1
+        end = _match(text, start, CALL_SEPARATOR)
+        found = _read_calls(text, end, types) if end >= 0 else None
+        if found is not None and not _trailing(text[found[1] :]):
+            return text[:start], found[0], ""
+        at += len(_SEPARATOR_SEEK)
     return text, [], ""
 
 

@@ -39,6 +39,9 @@ CONTENT_END: str = ""
 # --- tool calls --------------------------------------------------------------------
 HAS_CALLS: bool = False
 BARE_CALLS: bool = False  # nothing marks a call: the whole output is calls or content
+# ... or the content is one unit of the turn, in a call's place: CALL_SEPARATOR after
+# it may start calls that run to the end of the output (model.Format.content_as_unit)
+CONTENT_AS_UNIT: bool = False
 TRIGGER: str = ""  # where calls begin
 SECTION_START: str = ""
 SECTION_END: str = ""

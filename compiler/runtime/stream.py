@@ -35,6 +35,7 @@ from .format import (
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
+    CONTENT_AS_UNIT,
     CONTENT_END,
     CONTENT_START,
     CONTENT_WRAPPED,
@@ -75,6 +76,7 @@ from .text import (
     _NAME_REACH,
     _SEEK,
     _SEEKS,
+    _SEPARATOR_SEEK,
     _before,
     _before_break,
     _decided,
@@ -196,6 +198,9 @@ _CONTENT_STOPS = (
     if TRIGGER_ALSO
     else _stops(_SEEK, CONTENT_END, TURN_BREAK) if TURN_BREAK else _stops(_SEEK, CONTENT_END)
 )
+# ... and of content that is a unit of the turn (CONTENT_AS_UNIT), which a call
+# separator may end.
+_UNIT_STOPS = _stops(_SEPARATOR_SEEK)
 # ... and of text after calls, where end-of-turn markers are dropped.
 _AFTER_STOPS = (
     _stops(*_SEEKS, *END_AFTER_CALLS) if TRIGGER_ALSO else _stops(_SEEK, *END_AFTER_CALLS)
@@ -609,12 +614,26 @@ class StreamParser:
             self._run = None
 
     def _read_calls_or_content(self):
-        """Nothing marks a call here: the output is calls or it is content. While it
-        may still be calls, what is read is held back."""
+        """Nothing marks a call here: the output is calls or it is content."""
+        self._held = ""
+        if CONTENT_AS_UNIT:
+            # As parse reads it: calls where the output starts (the content's
+            # marker is no call's), else content and maybe calls after it.
+            if not (yield from self._calls_to_the_end()):
+                yield from self._read_unit_content()
+            return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         closing = bool(opener and CONTENT_END)
-        self._held = ""
+        if not (yield from self._calls_to_the_end()):
+            yield from self._read_plain(closing)
+
+    def _calls_to_the_end(self):
+        """Read calls from here on that run to the end of the output (nothing but
+        end-of-turn markers after them): True once they are read and sent; else
+        False, with nothing sent and the text pending again. While they may still
+        be calls, what is read is held back (``_held``, the content before them,
+        too)."""
         self._raw = []
         self._hold_from = len(self._deltas)
         try:
@@ -635,12 +654,73 @@ class StreamParser:
             self._next_index, self._opened, self._completing = 0, [], {}
             self.abandoned = []
             self._replay("".join(self._raw) + self._pending)
-            yield from self._read_plain(closing)
-            return
+            return False
         # The calls are sent, their pieces joined (held, they were kept apart).
         self._deltas[self._hold_from :] = _joined(self._deltas[self._hold_from :])
         self._hold_from = None
         self._pending = ""
+        return True
+
+    def _read_unit_content(self):
+        """Content that is one unit of the turn (CONTENT_AS_UNIT): where it opens
+        with its marker, a call separator in it may start calls that run to the
+        end of the output; one that starts none is content (parse's
+        ``_calls_after_content``)."""
+        opener = yield from self._open_content()
+        self._pending = self._pending[opener:]
+        if not opener:
+            yield from self._read_plain(False)
+            return
+        run = self._text_run("content", _UNIT_STOPS)
+        attempts = 0
+        search = 0  # the separator is looked for from here on
+        while True:
+            pending = self._pending
+            at = pending.find(_SEPARATOR_SEEK, search) if attempts < _ATTEMPTS else -1
+            if at >= 0:
+                attempts += 1
+                start = len(pending[:at].rstrip())
+                before = pending[:start]
+                started = set(self._started)
+                # The content before the separator is sent with the calls (held
+                # back with them), as final.
+                self._held = before
+                self._pending = pending[start:]
+                self._opener = 0
+                if (yield from self._separator_then_calls()):
+                    return
+                # Not calls: nothing was sent; the text is content again.
+                self._started = started
+                self._held = self._held_stop = ""
+                self._replay(before + self._pending)
+                search = at + len(_SEPARATOR_SEEK)
+                continue
+            if self._eof:
+                self._send("content", pending, final=True)
+                self._pending = ""
+                return
+            watch = (_SEPARATOR_SEEK,) if attempts < _ATTEMPTS else ()
+            keep = _settled(pending, watch)
+            self._send("content", pending[:keep])
+            self._hold(pending[keep:])
+            search = max(0, search - keep)
+            self._run = None if search else run
+            yield
+            self._run = None
+
+    def _separator_then_calls(self):
+        """The call separator, then calls that run to the end of the output: True
+        once they are read and sent; else False, with nothing sent and the text read
+        pending again."""
+        self._raw = []
+        if not (yield from self._literal(CALL_SEPARATOR)):
+            self._pending = "".join(self._raw) + self._pending
+            return False
+        separator = "".join(self._raw)
+        read = yield from self._calls_to_the_end()
+        if not read:
+            self._pending = separator + self._pending
+        return read
 
     def _after_calls(self, markers):
         """The start of the text after calls: whitespace and end-of-turn

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-from .format import CALL_STARTS, PRESERVED_TOKENS, STOP, TRIGGER, TRIGGER_ALSO, TURN_BREAK
+from .format import (
+    CALL_SEPARATOR,
+    CALL_STARTS,
+    PRESERVED_TOKENS,
+    STOP,
+    TRIGGER,
+    TRIGGER_ALSO,
+    TURN_BREAK,
+)
 
 
 def _skip_space(text, at):
@@ -72,6 +80,9 @@ _SEEK = _head(TRIGGER)
 # ... and, where real outputs begin calls otherwise too (overrides), by the first
 # pieces of those openers: the trigger's first.
 _SEEKS = tuple(dict.fromkeys(map(_head, (TRIGGER,) + TRIGGER_ALSO)))
+# Where the content is a unit of the turn (CONTENT_AS_UNIT), the calls after it are
+# looked for by the separator's first piece.
+_SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 
 def _seek(text, at, limit=None):

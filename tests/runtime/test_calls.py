@@ -342,6 +342,31 @@ def test_bare_json_calls(hermes, monkeypatch):
     assert C._find_calls(tail, {}, False) == (tail, [], "")
 
 
+def test_calls_after_content_that_is_a_unit(monkeypatch):
+    # Content written in a call's place ("@@" opens a unit, the prompt the first):
+    # a separator after the content starts calls that run to the end of the output.
+    for name, value in dict(
+        BARE_CALLS=True,
+        CONTENT_AS_UNIT=True,
+        CONTENT_START="say",
+        CALL_START="",
+        CALL_SEPARATOR="@@",
+        _SEPARATOR_SEEK="@@",
+        CALL_PARTS=(("name", "\n", ()), ("arguments", "", ())),
+        JSON_ARGUMENTS=True,
+        STOP=["<end>"],
+    ).items():
+        monkeypatch.setattr(C, name, value)
+    monkeypatch.setattr(C, "_read_call", C._read_tagged_call)
+    call = 'f\n{"a": 1}'
+    assert C._find_calls(call + "@@" + call, {}, False)[1] == [_call("f", '{"a": 1}')] * 2
+    text = "say\nhi @@ there@@" + call + "<end>"
+    assert C._find_calls(text, {}, False) == ("say\nhi @@ there", [_call("f", '{"a": 1}')], "")
+    for prose in ("say\nhi @@ there", "say\nuse @@" + call + " like so", "hi@@" + call):
+        # the separator where no calls to the end follow it; or no content opener
+        assert C._find_calls(prose, {}, False) == (prose, [], "")
+
+
 def test_literal_call(hermes, monkeypatch):
     monkeypatch.setattr(C, "LITERAL", "python")
     monkeypatch.setattr(V, "LITERAL", "python")  # _read_object reads its own
