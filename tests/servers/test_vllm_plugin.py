@@ -17,6 +17,10 @@ non-streamed reply). The oracle is the generated module's ``parse`` on the same 
 - each call's first delta carries its id, type and name, and indices only grow;
 - the non-streamed reply gives the same message.
 
+With the tool parser alone (``--tool-call-parser`` without the reasoning parser), one
+delta and a character a delta give the same message too (a non-streamed reply has no
+place for reasoning in vLLM: it gives the content and calls).
+
 Plus: ``adjust_request`` keeps special tokens and sets the structural tag for
 "required", a named function and strict tools only; a plugin file imports nothing of
 the compiler (read from its text, and loaded in an interpreter where the compiler
@@ -238,6 +242,34 @@ def test_round_trip_texts_give_parses_message(slug, plugin_dir):
             if not same(got, want):
                 failures.append((case.kind.name, how, got, want))
     FIGURES["failed"] += len(failures)
+    assert not failures, failures[:5]
+
+
+@functools.cache
+def tool_parser_only(slug: str, tmp_dir: str):
+    """The Parser class of a server given --tool-call-parser alone."""
+    parser_class(slug, tmp_dir)  # imports the plugin
+    return ParserManager.get_parser(tool_parser_name=f"chatfmt-{slug}", enable_auto_tools=True)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_the_tool_parser_alone_streams_the_same_message(slug, plugin_dir):
+    """Without the reasoning parser the tool parser reads the whole output, reasoning
+    included (streamed; vLLM's non-streamed reply has no place for the reasoning)."""
+    cls = tool_parser_only(slug, plugin_dir)
+    failures = []
+    if not cases(slug):
+        pytest.skip("no round-trip text")
+    for case in cases(slug):
+        request = request_for(case)
+        want = expected(slug, case)
+        for how, chunks in splits(case.text)[:2]:
+            got = streamed(cls, case, request, chunks)
+            if not same(got, want):
+                failures.append((case.kind.name, how, got, want))
+        got = one_shot(cls, case, request)
+        if not same(got, dict(want, reasoning=None)):
+            failures.append((case.kind.name, "not streamed", got, want))
     assert not failures, failures[:5]
 
 
