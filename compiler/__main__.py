@@ -9,6 +9,7 @@ Errors are one line on stderr; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import json
 import os
@@ -141,6 +142,15 @@ def _parser() -> argparse.ArgumentParser:
     export = command("export", "print a spec's format in another tool's format")
     export.add_argument("kind", choices=sorted(_EXPORTS), help="which format")
     export.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
+
+    plugin = command("plugin", "write a server's parser plugin for a spec's format")
+    plugin.add_argument("server", choices=PLUGIN_SERVERS, help="which server")
+    plugin.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
+    plugin.add_argument("-o", "--output", required=True, metavar="FILE", help="the plugin file")
+    plugin.add_argument(
+        "--name",
+        help="the name the server's parser flags take (default: the spec's slug)",
+    )
     return parser
 
 
@@ -333,6 +343,46 @@ def _response_template(fmt) -> tuple[str | None, str]:
     return response_template.as_json(made), str(made.inexpressible)
 
 
+# The servers a plugin is written for; each one's emitter is
+# compiler/codegen/plugin_<server>.py, with text(fmt, module_source, name) -> str.
+PLUGIN_SERVERS = ("vllm", "sglang")
+
+
+def _plugin(args) -> int:
+    """Write one server's plugin file for a spec's format (its generated module in it)."""
+    from . import model
+    from .codegen import module as module_codegen
+
+    emitter_name = f"{__package__}.codegen.plugin_{args.server}"
+    try:
+        emitter = importlib.import_module(emitter_name)
+    except ModuleNotFoundError as error:
+        if error.name != emitter_name:
+            raise
+        raise UsageError(
+            f"no {args.server} plugin in this version of the compiler ({emitter_name} is missing)"
+        ) from None
+    spec = specs.load(args.spec)
+    specs.validate(spec, args.spec)
+    spec, pending = specs.resolve(spec, args.spec)
+    if pending:
+        _log(f"warning: {args.spec}: its overrides are not built into the spec yet; applied")
+    slug = slugify(os.path.splitext(os.path.basename(args.spec))[0])
+    fmt = model.build(spec, slug=slug, origin=args.spec)
+    source = module_codegen.generate(fmt).module
+    try:
+        text = emitter.text(fmt, source, args.name or slug)
+    except ValueError as error:  # a name the server's flags cannot take
+        raise UsageError(str(error)) from None
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise UsageError(f"cannot write {args.output}: {error}") from None
+    _log(f"wrote {args.output}: {args.server} plugin {args.name or slug!r} for {args.spec}")
+    return 0
+
+
 # Each kind of export: the format model → (the text, or None and why not).
 _EXPORTS = {"response-template": _response_template}
 
@@ -358,6 +408,7 @@ _COMMANDS = {
     "explain": _explain,
     "parse": _parse,
     "export": _export,
+    "plugin": _plugin,
 }
 
 

@@ -3,6 +3,7 @@ checks, and the analyze / parse / explain commands, with their exit codes."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import importlib.util
@@ -901,3 +902,47 @@ def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["parse"])
     assert caught.value.code == 2
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+def test_plugin_writes_one_file_with_the_module_and_no_compiler_import(capsys, tmp_path):
+    out = tmp_path / "plugin.py"
+    code, _, err = run(
+        capsys, "plugin", "vllm", "specs/qwen_qwen3_0_6b.yaml", "-o", str(out), "--name", "q3"
+    )
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= {"__future__", "json", "sys", "threading", "types", "uuid", "collections", "vllm"}
+    names = {n.targets[0].id: n.value for n in tree.body if isinstance(n, ast.Assign)}
+    assert ast.literal_eval(names["NAME"]) == "q3"
+    assert ast.literal_eval(names["MODULE_SOURCE"]) == read("generated/qwen_qwen3_0_6b.py")
+
+
+def test_plugin_of_a_server_with_no_emitter_says_so(capsys, tmp_path, monkeypatch):
+    import compiler.__main__ as cli
+
+    monkeypatch.setattr(cli, "PLUGIN_SERVERS", ("vllm", "sglang", "nosuch"))
+    code, _, err = run(
+        capsys, "plugin", "nosuch", "specs/qwen_qwen3_0_6b.yaml", "-o", str(tmp_path / "p.py")
+    )
+    assert code == 2
+    assert_one_line_error(err, "no nosuch plugin", "compiler.codegen.plugin_nosuch")
+    assert not (tmp_path / "p.py").exists()
+
+
+def test_plugin_name_the_flags_cannot_take_is_refused(capsys, tmp_path):
+    code, _, err = run(
+        capsys, "plugin", "vllm", "specs/qwen_qwen3_0_6b.yaml", "-o", str(tmp_path / "p.py"),
+        "--name", "two words",
+    )
+    assert code == 2
+    assert_one_line_error(err, "two words")
