@@ -28,6 +28,7 @@ template's.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -145,6 +146,12 @@ class Server:
             )
         self.calls = fcp.FunctionCallParser(self.tools, slug) if self.tool_parser else None
 
+        self.abandoned: set[int] = set()  # the calls abandoned by the last increment
+
+    def _reader(self):
+        """The generated module's StreamParser inside the tool detector, once made."""
+        return getattr(self.calls.detector, "_reader", None) if self.calls else None
+
     def whole(self, text: str) -> dict:
         reasoning = ""
         if self.reasoning is not None:
@@ -180,16 +187,16 @@ class Server:
                 content.append(text)
                 items = list(items) + list(more)
             for item in items:
+                assert item.tool_index not in self.abandoned, "an item after abandonment"
                 if item.tool_index not in calls:
                     assert item.name, f"call {item.tool_index}: its first item has no name"
                     calls[item.tool_index] = [item.name, ""]
                 else:
                     assert not item.name, f"call {item.tool_index}: named twice"
                 calls[item.tool_index][1] += item.parameters
-        abandoned = set(self.calls.detector._reader.abandoned) if self.calls else set()
-        # A reader made no call after one it abandoned: the items stopped, the
-        # client drops it.
-        kept = [calls[index] for index in sorted(calls) if index not in abandoned]
+            self.abandoned = set(self._reader().abandoned) if self._reader() else set()
+        # The items of an abandoned call stopped (checked above); the client drops it.
+        kept = [calls[index] for index in sorted(calls) if index not in self.abandoned]
         return {
             "content": "".join(content),
             "reasoning": "".join(reasoning),
@@ -255,6 +262,30 @@ def test_reasoning_parser_alone_sends_the_content(slug):
         streamed = Server(case, tool_parser=False).stream(list(case.text))
         _check(case, streamed, "by character", failures)
     assert not failures, failures[:3]
+
+
+@pytest.mark.parametrize("slug", [s for s in SLUGS if _has_calls(s)])
+def test_an_abandoned_call_gets_no_more_items(slug):
+    """A call cut off in its arguments and followed by prose, then a real call (as
+    tests/test_stream.py builds it): streamed a character at a time, the first call
+    is sent in part, then abandoned (in 40 of the 41 formats this applies to); no
+    item of it follows, and the message without it is parse's, as the whole output
+    read at once is."""
+    case = rt.make_case(slug, rt.TOOL_KINDS[0])
+    module = rt.module(slug)
+    trigger = module.TRIGGERS[0] if module.TRIGGERS else {}
+    start = case.text.find(trigger["value"]) if case and trigger.get("type") == 1 else -1
+    if start < 0 or "Tokyo" not in case.text[start:]:
+        pytest.skip("no literal trigger before the call's arguments")
+    broken = case.text[: case.text.index("Tokyo", start) + 3] + " - no, that was wrong.\n"
+    text = case.text[:start] + broken[start:] + case.text[start:]
+    bent = dataclasses.replace(case, text=text)
+    want = _expected(bent)
+    assert len(want["calls"]) == 1, "parse reads the real call only"
+    assert _same(Server(bent).whole(text), want)
+    server = Server(bent)
+    assert _same(server.stream(list(text)), want)
+    assert server.abandoned <= {0}
 
 
 def test_registered_where_sglang_takes_parser_names():
