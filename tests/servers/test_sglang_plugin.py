@@ -356,3 +356,15 @@ print(reasoning, text, calls)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["hm", "Hi", "[]"]
+
+
+def test_plugin_file_is_sglangs_command_line(tmp_path):
+    """Run as a script, the plugin registers and hands its arguments to SGLang's own
+    command line (``serve`` needs a model and a GPU; ``version`` shows the hand-over)."""
+    path = tmp_path / "plugin.py"
+    path.write_text(plugin_text("sglang", Path(rt.SPECS) / "qwen3_coder.yaml"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(path), "version"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "sglang version: 0.5.23" in done.stdout
