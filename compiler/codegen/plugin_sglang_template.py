@@ -34,22 +34,25 @@ too. A package may instead name ``register`` as an entry point in the
 ``sglang.srt.plugins`` group, which SGLang loads in every process.
 """
 
-# mypy: ignore-missing-imports
-
 from __future__ import annotations
 
 import json
 import sys
 import types
+from typing import Any
 
-from sglang.srt.function_call.base_format_detector import BaseFormatDetector
-from sglang.srt.function_call.core_types import (
+from sglang.srt.function_call.base_format_detector import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    BaseFormatDetector,
+)
+from sglang.srt.function_call.core_types import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     StreamingParseResult,
     StructureInfo,
     ToolCallItem,
 )
-from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
-from sglang.srt.parser.reasoning_parser import (
+from sglang.srt.parser.reasoning_parser import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    BaseReasoningFormatDetector,
+)
+from sglang.srt.parser.reasoning_parser import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     StreamingParseResult as ReasoningResult,
 )
 
@@ -187,7 +190,7 @@ class FormatToolDetector(BaseFormatDetector):
 
     def __init__(self) -> None:
         super().__init__()
-        self._reader = None  # made with the first text, when the tools are known
+        self._reader: Any = None  # made with the first text, when the tools are known
         self._separated = False  # whether a reasoning detector sent the reasoning
         self._enable_thinking = True
         self._named: set[int] = set()  # the calls whose name was sent
@@ -322,8 +325,12 @@ class FormatToolDetector(BaseFormatDetector):
 def register(name: str = NAME) -> None:
     """Add both detectors to SGLang's tables under ``name``, so that
     ``--tool-call-parser name`` and ``--reasoning-parser name`` take them."""
-    from sglang.srt.function_call.function_call_parser import FunctionCallParser
-    from sglang.srt.parser.reasoning_parser import ReasoningParser
+    from sglang.srt.function_call.function_call_parser import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        FunctionCallParser,
+    )
+    from sglang.srt.parser.reasoning_parser import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        ReasoningParser,
+    )
 
     if HAS_CALLS:
         FunctionCallParser.ToolCallParserEnum[name] = FormatToolDetector
@@ -336,6 +343,6 @@ register()
 if __name__ == "__main__":
     # The launcher: `python THIS_FILE serve --model-path MODEL --tool-call-parser
     # NAME --reasoning-parser NAME ...` is `sglang serve ...` with these registered.
-    from sglang.cli.main import main
+    from sglang.cli.main import main  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     sys.exit(main())
