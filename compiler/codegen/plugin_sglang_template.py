@@ -165,7 +165,8 @@ class FormatReasoningDetector(BaseReasoningFormatDetector):
             if self._reasoning_ended or final:
                 reasoning, self._held_reasoning = self._held_reasoning, ""
         # Handed on, the text is the output as written; sent to the client, the
-        # content (calls have no place there without a tool detector: see below).
+        # content. There SGLang runs no tool parser for the request, and a call the
+        # model writes anyway is not sent (a delta holds no place for its text).
         normal = self._hand_on(raw) if self.hands_on else _joined(deltas, "content")
         return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
 
