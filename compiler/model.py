@@ -412,6 +412,7 @@ class Polyfills:
     tool_definitions: bool = False
     tool_results: bool = False
     tool_calls: bool = False
+    call_ids: str | None = None  # the pattern the template checks call ids against
     fallback_call: tuple[str, str] | None = None  # our call's opener and closer
 
     @property
@@ -432,6 +433,7 @@ class Polyfills:
             ("tool_definitions", self.tool_definitions),
             ("tool_results", self.tool_results),
             ("tool_calls", self.tool_calls),
+            ("call_ids", self.call_ids is not None),
         )
         return [name for name, on in flags if on]
 
@@ -523,6 +525,7 @@ def _polyfills(section: dict | None, spec: dict, where: _Where) -> Polyfills:
         bool(section.get("tool_definitions")),
         bool(section.get("tool_results")),
         bool(section.get("tool_calls")),
+        section.get("call_ids"),
         (fallback["start"], fallback["end"]) if fallback else None,
     )
     reasoning = spec["reasoning"]

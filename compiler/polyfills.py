@@ -40,6 +40,7 @@ def decide(body: dict, content_as_parts: bool = False) -> dict:
         "tool_definitions": definitions,
         "tool_results": not caps["tool_responses"],
         "tool_calls": calls_as_text,
+        "call_ids": caps.get("tool_call_id_pattern"),
         "fallback_call": (
             dict(FALLBACK_CALL)
             if not has_calls and (definitions or calls_as_text)

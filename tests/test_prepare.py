@@ -183,6 +183,7 @@ def test_switched_off_nothing_changes(slug):
             "tool_definitions",
             "tool_results",
             "tool_calls",
+            "call_ids",
         ),
         False,
     )

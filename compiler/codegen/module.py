@@ -195,8 +195,8 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         CONTENT_END=content.end if content.wrapped else "",
         HAS_CALLS=calls is not None,
         TOOL_NAME_RULE=gbnf.NAME_RULE,
-        **_prepare_slots(fmt.polyfills),
     )
+    values.update(_prepare_slots(fmt.polyfills))
     if calls is None:
         return values
     values.update(
@@ -300,6 +300,7 @@ def _prepare_slots(polyfills: models.Polyfills) -> dict[str, Any]:
         "PREPARE_TOOLS": polyfills.tool_definitions,
         "PREPARE_TOOL_RESULTS": polyfills.tool_results,
         "PREPARE_TOOL_CALLS": polyfills.tool_calls,
+        "PREPARE_CALL_ID_PATTERN": polyfills.call_ids or "",
     }
 
 

@@ -147,3 +147,6 @@ PREPARE_SYSTEM: bool = False  # no system role: system text joins the first user
 PREPARE_TOOLS: bool = False  # no tools input: definitions written into the system text
 PREPARE_TOOL_RESULTS: bool = False  # no tool role: results become user turns
 PREPARE_TOOL_CALLS: bool = False  # past calls not rendered: written as text
+# The pattern the template checks call ids against ("" where it takes any): other ids
+# are replaced, the same way in a call and in the result that answers it.
+PREPARE_CALL_ID_PATTERN: str = ""

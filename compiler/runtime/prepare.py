@@ -12,6 +12,7 @@ keeps.
 from __future__ import annotations
 
 import json
+import re
 
 from .format import (
     ARG_KEY_END,
@@ -32,6 +33,7 @@ from .format import (
     NAME_IS_KEY,
     NAME_PATH,
     PREPARE_ARGUMENTS,
+    PREPARE_CALL_ID_PATTERN,
     PREPARE_NON_NULL_CONTENT,
     PREPARE_REASONING_BLOCK,
     PREPARE_REASONING_FIELD,
@@ -61,6 +63,7 @@ def prepare_messages(
     tool_definitions=True,
     tool_results=True,
     tool_calls=True,
+    call_ids=True,
 ):
     """``messages`` (OpenAI's chat shape) as this template reads them: a new list,
     the input left as it is. ``tools``: the definitions the request passes; written
@@ -70,7 +73,8 @@ def prepare_messages(
     ``arguments`` (arguments as an object or as JSON text), ``content`` (None content
     as ""), ``typed_content`` (text as typed blocks), ``system`` (system text into the
     first user turn), ``tool_definitions``, ``tool_results`` (results as user turns),
-    ``tool_calls`` (past calls written as text)."""
+    ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
+    refuses replaced by ones it takes)."""
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)
@@ -78,19 +82,21 @@ def prepare_messages(
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise TypeError(f"a message must be a dict with a 'role': {message!r}")
         message = dict(message)
-        if message["role"] == "assistant":
-            calls = message.get("tool_calls")
-            if PREPARE_ARGUMENTS and arguments and calls:
-                message["tool_calls"] = [_call_arguments(call) for call in calls]
-            if PREPARE_TOOL_CALLS and tool_calls and calls:
-                message = _calls_as_text(message)
-            if (
-                PREPARE_REASONING_FIELD
-                or PREPARE_REASONING_BLOCK
-                or PREPARE_REASONING_IN_CONTENT
-            ):
-                if reasoning and message.get("reasoning_content") is not None:
-                    message = _moved_reasoning(message)
+        if PREPARE_CALL_ID_PATTERN and call_ids:
+            message = _with_call_ids(message)
+        if PREPARE_ARGUMENTS and arguments and message.get("tool_calls"):
+            message["tool_calls"] = [
+                _call_arguments(call) for call in message["tool_calls"]
+            ]
+        if PREPARE_TOOL_CALLS and tool_calls and message.get("tool_calls"):
+            message = _calls_as_text(message)
+        if (
+            PREPARE_REASONING_FIELD
+            or PREPARE_REASONING_BLOCK
+            or PREPARE_REASONING_IN_CONTENT
+        ):
+            if reasoning and message.get("reasoning_content") is not None:
+                message = _moved_reasoning(message)
         if PREPARE_TOOL_RESULTS and tool_results and message["role"] == "tool":
             message = _result_as_user(message, names)
             if prepared and prepared[-1]["role"] == "user":
@@ -119,6 +125,36 @@ def _text(message):
     if isinstance(value, list):
         return "".join(part.get("text", "") for part in value if isinstance(part, dict))
     return "" if value is None else str(value)
+
+
+def _call_id(call_id):
+    """An id the template takes: the id itself where it fits the template's pattern,
+    else nine alphanumerics made from it (FNV-1a), so a call and its result still
+    agree and a conversation keeps its ids as it grows."""
+    if not isinstance(call_id, str) or re.fullmatch(PREPARE_CALL_ID_PATTERN, call_id):
+        return call_id
+    digest = 0xCBF29CE484222325
+    for byte in call_id.encode("utf-8"):
+        digest = ((digest ^ byte) * 0x100000001B3) % (1 << 64)
+    letters = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    made = ""
+    for _ in range(9):
+        digest, at = divmod(digest, len(letters))
+        made += letters[at]
+    return made
+
+
+def _with_call_ids(message):
+    """A message with its calls' ids, or the id its result answers, in the template's
+    pattern."""
+    if message.get("tool_call_id") is not None:
+        message["tool_call_id"] = _call_id(message["tool_call_id"])
+    if message.get("tool_calls"):
+        message["tool_calls"] = [
+            dict(call, id=_call_id(call.get("id"))) if isinstance(call, dict) else call
+            for call in message["tool_calls"]
+        ]
+    return message
 
 
 def _call_arguments(call):

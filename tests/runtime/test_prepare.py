@@ -161,3 +161,25 @@ def test_tool_instructions_in_the_system_text(monkeypatch):
     assert P.prepare_messages(
         [{"role": "user", "content": "q"}], tools=[tool], tool_definitions=False
     ) == [{"role": "user", "content": "q"}]
+
+
+def test_ids_the_template_refuses_are_replaced_alike(monkeypatch):
+    _set(monkeypatch, PREPARE_CALL_ID_PATTERN="[a-zA-Z0-9]{9}")
+    long_id = dict(CALL, id="call_Wq3xPz81LkV7")
+    fitting = dict(CALL, id="abcDEF123")
+    out = P.prepare_messages(
+        [
+            {"role": "assistant", "content": None, "tool_calls": [long_id, fitting]},
+            {"role": "tool", "tool_call_id": "call_Wq3xPz81LkV7", "content": "r"},
+        ]
+    )
+    new_id = out[0]["tool_calls"][0]["id"]
+    assert new_id != "call_Wq3xPz81LkV7" and len(new_id) == 9 and new_id.isalnum()
+    assert out[1]["tool_call_id"] == new_id
+    assert out[0]["tool_calls"][1]["id"] == "abcDEF123"
+    assert (
+        P.prepare_messages(
+            [{"role": "tool", "tool_call_id": "x_y", "content": ""}], call_ids=False
+        )[0]["tool_call_id"]
+        == "x_y"
+    )
