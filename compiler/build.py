@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from . import __version__, samples, spec as specs, tokens
 from .analyze import Analysis, analyze
-from . import model
+from . import model, polyfills
 from .codegen import module as module_codegen, response_template
 from .conversation import Conversation
 from .render import (
@@ -256,7 +256,13 @@ def spec_for(
     if analyzed.note and notes is not None:
         notes.append(analyzed.note)
     analysis = analyzed.analysis
-    body, override_notes = specs.apply_overrides(analysis.body, overrides, origin)
+    # What prepare_messages rewrites follows from the analysis and the inputs the
+    # template needed; overrides may correct it like any other part.
+    body = {
+        **analysis.body,
+        "polyfills": polyfills.decide(analysis.body, analyzed.inputs.content_as_parts),
+    }
+    body, override_notes = specs.apply_overrides(body, overrides, origin)
     spec = {
         "spec_version": 1,
         "compiler_version": __version__,

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from . import polyfills as polyfill_rules
 from .spec import SpecError
 
 HOLES = ("name", "id", "index", "arguments")
@@ -427,6 +428,45 @@ class Tokens:
 
 
 @dataclass(frozen=True)
+class Polyfills:
+    """What ``prepare_messages`` rewrites for this template (the spec's ``polyfills``):
+    each names what the template lacks; all off, a conversation passes as it is."""
+
+    reasoning: str | None = None  # a field, "block:<type>/<key>", or "content"
+    arguments: str | None = None  # "object" or "string"
+    non_null_content: bool = False
+    typed_content: bool = False
+    system: bool = False
+    tool_definitions: bool = False
+    tool_results: bool = False
+    tool_calls: bool = False
+    call_ids: str | None = None  # the pattern the template checks call ids against
+    fallback_call: tuple[str, str] | None = None  # our call's opener and closer
+
+    @property
+    def reasoning_block(self) -> tuple[str, str] | None:
+        if not self.reasoning or not self.reasoning.startswith("block:"):
+            return None
+        kind, key = self.reasoning[len("block:") :].split("/")
+        return kind, key
+
+    def applied(self) -> list[str]:
+        """The names of the rewrites this template needs, in the switches' order."""
+        flags = (
+            ("reasoning", self.reasoning is not None),
+            ("arguments", self.arguments is not None),
+            ("content", self.non_null_content),
+            ("typed_content", self.typed_content),
+            ("system", self.system),
+            ("tool_definitions", self.tool_definitions),
+            ("tool_results", self.tool_results),
+            ("tool_calls", self.tool_calls),
+            ("call_ids", self.call_ids is not None),
+        )
+        return [name for name, on in flags if on]
+
+
+@dataclass(frozen=True)
 class Format:
     """One chat format: what the parser, the stream reader and the grammars read."""
 
@@ -441,6 +481,7 @@ class Format:
     preserved_tokens: tuple[str, ...]
     spec: dict  # the resolved spec, as written to the module's SPEC
     tokens: Tokens | None = None  # where the source has a tokenizer
+    polyfills: Polyfills = Polyfills()
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -472,12 +513,18 @@ class Format:
             and not self.content.end
         )
 
+    @property
+    def fallback(self) -> bool:
+        """Whether the calls are read in our fallback format (the template has none)."""
+        return self.calls is not None and self.spec["tools"]["format"] == "none"
+
     def describe(self) -> list[str]:
         """The format in a few lines, for a module's docstring."""
         lines = [
             f"Reasoning: {self.reasoning.describe()}.",
             f"Content: {self.content.describe()}.",
-            f"Tool calls: {self.calls.describe() if self.calls else 'none'}.",
+            f"Tool calls: {self.calls.describe() if self.calls else 'none'}"
+            + (" (our fallback format: the template writes none)." if self.fallback else "."),
         ]
         stop = ", ".join(map(repr, self.stop))
         if self.tokenizer_eos:
@@ -492,6 +539,14 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
     """The model of a schema-valid spec; SpecError names the file and the YAML path of
     a rule across fields that the spec breaks."""
     where = _Where(origin)
+    polyfills = _polyfills(spec.get("polyfills"), spec, where)
+    tools = spec["tools"]
+    triggers = tuple(Trigger(t["type"], t["value"]) for t in spec["grammar"]["triggers"])
+    if tools["format"] == "none" and polyfills.fallback_call:
+        # The template writes no calls; prepare_messages tells the model to write them
+        # in our format, and this module reads that.
+        tools = polyfill_rules.fallback_tools(spec["polyfills"]["fallback_call"])
+        triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
     stop = tuple(spec["end_of_turn"]["markers"])
     if tokens is not None:
@@ -502,12 +557,13 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         origin=origin,
         reasoning=_reasoning(spec["reasoning"], where),
         content=_content(spec["content"], where),
-        calls=_calls(spec["tools"], where),
+        calls=_calls(tools, where),
         stop=stop,
         tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
-        triggers=tuple(Trigger(t["type"], t["value"]) for t in spec["grammar"]["triggers"]),
+        triggers=triggers,
         preserved_tokens=tuple(spec["grammar"]["preserved_tokens"]),
         spec=spec,
+        polyfills=polyfills,
         tokens=tokens,
     )
 
@@ -539,6 +595,35 @@ def calls_model(tools_section: dict[str, Any], origin: str) -> Calls | None:
     calls), for the analysis, which decides the spec's triggers from its calls before
     the rest of the spec exists; SpecError names ``origin`` and the YAML path."""
     return _calls(tools_section, _Where(origin))
+
+
+def _polyfills(section: dict | None, spec: dict, where: _Where) -> Polyfills:
+    if not section:
+        return Polyfills()
+    fallback = section.get("fallback_call")
+    found = Polyfills(
+        section.get("reasoning"),
+        section.get("arguments"),
+        bool(section.get("non_null_content")),
+        bool(section.get("typed_content")),
+        bool(section.get("system")),
+        bool(section.get("tool_definitions")),
+        bool(section.get("tool_results")),
+        bool(section.get("tool_calls")),
+        section.get("call_ids"),
+        (fallback["start"], fallback["end"]) if fallback else None,
+    )
+    reasoning = spec["reasoning"]
+    if found.reasoning == "content" and not (reasoning.get("start") and reasoning.get("end")):
+        raise where.fail(
+            "polyfills.reasoning", "reasoning written into content needs both reasoning markers"
+        )
+    writes_calls = found.tool_definitions or found.tool_calls
+    if writes_calls and spec["tools"]["format"] == "none" and found.fallback_call is None:
+        raise where.fail(
+            "polyfills.fallback_call", "a format without calls of its own needs our call format"
+        )
+    return found
 
 
 def _reasoning(section: dict, where: _Where) -> Reasoning:

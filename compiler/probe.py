@@ -143,7 +143,31 @@ def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
                 "tool_calls": [samples.tool_call(as_string=string_args)],
             }
         )
-        caps.requires_non_null_content = null_content is None or "None" in null_content
+        # Some templates read content only where the turn is not the last one.
+        null_then_result = talk.attempt(
+            talk.template.render,
+            talk.history()
+            + [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [samples.tool_call(as_string=string_args)],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": samples.CALL_ID,
+                    "name": samples.FUNCTION,
+                    "content": samples.TOOL_RESULT,
+                },
+            ],
+            tools=talk.tools([samples.TOOL]),
+        )
+        caps.requires_non_null_content = (
+            null_content is None
+            or "None" in null_content
+            or null_then_result is None
+            or "None" in null_then_result
+        )
 
     response = talk.attempt(
         talk.template.render,

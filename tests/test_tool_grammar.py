@@ -369,7 +369,7 @@ def test_module_functions_match_the_generator(slug):
 def test_plain_modules_have_no_tool_grammar():
     for slug in rt.slugs():
         module = rt.module(slug)
-        if module.SPEC["tools"]["format"] == "none":
+        if module.SPEC["tools"]["format"] == "none" and not module.TRIGGERS:
             assert module.tool_call_grammar() is None and module.GBNF_TOOLS is None
             assert module.grammar(tools=[{"name": "f"}]) == module.GBNF
 

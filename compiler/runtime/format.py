@@ -141,3 +141,20 @@ TOOL_KEY_CHARS: tuple[bool, str, str] = (True, "", "")  # ..., and not its first
 # parallel, enable_thinking; None for GBNF_TOOLS) → the rules that differ from the
 # default grammar's.
 _GRAMMAR_CHOICES: dict = {}
+
+# --- preparing messages (prepare_messages; the spec's ``polyfills``) ----------------
+# Where an assistant's reasoning_content goes: another field; a typed content block
+# (type, key); or into the content between the reasoning markers. All empty: it stays.
+PREPARE_REASONING_FIELD: str = ""
+PREPARE_REASONING_BLOCK: tuple[str, ...] = ()
+PREPARE_REASONING_IN_CONTENT: bool = False
+PREPARE_ARGUMENTS: str = ""  # "object" or "string": the arguments as the template reads them
+PREPARE_NON_NULL_CONTENT: bool = False  # None content becomes ""
+PREPARE_TYPED_CONTENT: bool = False  # text content becomes [{"type": "text", ...}]
+PREPARE_SYSTEM: bool = False  # no system role: system text joins the first user turn
+PREPARE_TOOLS: bool = False  # no tools input: definitions written into the system text
+PREPARE_TOOL_RESULTS: bool = False  # no tool role: results become user turns
+PREPARE_TOOL_CALLS: bool = False  # past calls not rendered: written as text
+# The pattern the template checks call ids against ("" where it takes any): other ids
+# are replaced, the same way in a call and in the result that answers it.
+PREPARE_CALL_ID_PATTERN: str = ""
