@@ -24,7 +24,10 @@ How a format maps onto it (``template``):
   arguments its closing — or, where the calls are one JSON array between section
   markers, one region per section read with ``transform_each``. Arguments: JSON read as
   JSON; key/value units with ``xml-inline``, values left as text for transformers to
-  type by the tools' JSON schemas, as ``parse`` types them.
+  type by the tools' JSON schemas, as ``parse`` types them; values in a syntax of the
+  template's own (Gemma 4) cut by a recursive pattern and read as JSON once their
+  strings and keys are quoted. Lists and objects written as Python literals are read
+  by nothing (json.loads types them), so such a format gets no template.
 - ``content``: the implicit field, its pieces joined; it closes at every marker that is
   no content: end of turn (at the end of the text), section markers, the content's own
   markers.
