@@ -329,3 +329,17 @@ def test_python_containers_are_told_from_json_ones(slug):
             parsed = rt.module(slug).parse(text, tools=[rt.TOOLS["run_code"]])
             called = json.loads(parsed["tool_calls"][0]["function"]["arguments"])
             assert called["options"] == options and called["args"] == ["x", "y"]
+
+
+def test_containers_are_told_apart_only_for_python_literals():
+    """The model refuses ``containers`` where values are JSON: only a template that
+    writes True and None as Python is probed for how it writes lists and objects."""
+    import copy
+
+    spec = copy.deepcopy(specs.load(os.path.join(rt.SPECS, "qwen3_coder.yaml")))
+    spec["tools"]["arguments"]["literal"] = "json"
+    specs.validate(spec, "q.yaml")
+    with pytest.raises(specs.SpecError, match="tools.arguments.containers"):
+        model.build(spec, slug="q", origin="q.yaml")
+    spec["tools"]["arguments"].pop("containers")
+    assert model.build(spec, slug="q", origin="q.yaml").calls.arguments.containers == ""
