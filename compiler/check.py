@@ -151,11 +151,12 @@ def _compare_outputs(
 def _compare_package(
     generated_dir: str, specs_dir: str, known: set[str], report: CheckReport
 ) -> None:
-    """The package's __init__.py, and generated files no template accounts for."""
+    """The package's __init__.py, and generated files no template accounts for (a
+    parser, a grammar, a response_template)."""
     init = os.path.join(generated_dir, "__init__.py")
     if not os.path.isfile(init) or _read(init) != PACKAGE_INIT.encode("utf-8"):
         report.problems.append(f"{init}: missing or not what the build writes")
-    for path in _files(generated_dir, (".py", ".gbnf")):
+    for path in _files(generated_dir, (".py", ".gbnf", ".response_template.json")):
         name = os.path.basename(path)
         slug = name.split(".")[0]
         if (

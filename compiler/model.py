@@ -212,6 +212,9 @@ class Arguments:
 
     encoding: str  # "json" or "tagged"
     literal: str  # "json" or "python": how non-string values are written
+    # Where literal is python: how lists and objects are written ("json": tojson's
+    # JSON; "python": Python literals, True and single quotes inside); "" not known.
+    containers: str = ""
     key_prefix: str = ""
     key_end: str = ""
     value_start: str = ""
@@ -816,6 +819,7 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         arguments = Arguments(
             encoding=found["encoding"],
             literal=found["literal"],
+            containers=found.get("containers") or "",
             key_prefix=found.get("key_prefix") or "",
             key_end=found.get("key_end") or "",
             value_start=found.get("value_start") or "",
@@ -834,6 +838,10 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             elements=_elements(found.get("elements"), where),
         )
         _check_written_values(arguments, where)
+        if arguments.containers and arguments.literal != "python":
+            raise where.fail(
+                "tools.arguments.containers", "told apart only where literal is python"
+            )
         if arguments.units:
             for number, part in enumerate(parts):
                 if part.hole == "arguments" and part.also:

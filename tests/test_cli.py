@@ -283,6 +283,27 @@ def test_check_names_each_drifted_generated_file(tree, capsys):
     assert out.splitlines()[-1].startswith("4 problems")
 
 
+def test_check_names_each_drifted_response_template(tree, capsys):
+    """transformers' response_template is generated as the parsers are: one edited,
+    one removed and one no spec accounts for are each named."""
+    qwen = "generated/qwen_qwen3_0_6b.response_template.json"
+    nemotron = "generated/nvidia_nemotron_nano_v2.response_template.json"
+    assert '"assistant"' in read(qwen) and os.path.exists(nemotron)
+    write(qwen, read(qwen).replace('"assistant"', '"user"'))
+    os.remove(nemotron)
+    write("generated/retired_model.response_template.json", "{}\n")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert sorted(out.splitlines()[:-1]) == [
+        f"{nemotron}: missing: {NEMOTRON_SPEC} produces it",
+        f"{qwen}: differs from what {QWEN_SPEC} produces",
+        "generated/retired_model.response_template.json: no spec produces it",
+    ]
+    assert run(capsys, *BUILD)[0] == 0
+    os.remove("generated/retired_model.response_template.json")
+    assert run(capsys, *CHECK)[0] == 0
+
+
 def test_check_names_a_tool_grammar_no_spec_produces(tree, capsys):
     """A reviewer's override takes the tool calls out: the rebuild removes the tool-call
     grammar, and one left behind is named."""

@@ -37,12 +37,7 @@ from tests.test_tool_grammar import corrupt, tool_slugs, trigger_start  # noqa: 
 
 # Rendered texts the Lark grammar rejects for a reason outside it, with why. Strict: a
 # case that starts being accepted must leave this list.
-KNOWN_REJECTIONS = {
-    # The template writes JSON with every non-ASCII character as a \u escape;
-    # llguidance's %json admits \u only for control characters (it has the model
-    # write any other character as it is).
-    ("reka_edge", "tool_call_tricky_arguments"),
-}
+KNOWN_REJECTIONS: set[tuple[str, str]] = set()
 REJECT_TARGET = 0.98
 
 # ---------------------------------------------------------------------------
@@ -116,8 +111,20 @@ def test_schema_text_is_json_and_strict_closes_objects():
     loaded = json.loads(runtime_lark._lark_schema(schema, True))
     assert loaded["additionalProperties"] is False
     assert loaded["properties"]["a"]["additionalProperties"] is False
-    assert loaded["x-guidance"] == {"lenient": True}
+    assert loaded["x-guidance"] == {"lenient": True, "json_allow_general_unicode_escapes": True}
     assert "additionalProperties" not in json.loads(runtime_lark._lark_schema(schema, False))
+
+
+def test_json_arguments_take_any_unicode_escape():
+    """Templates that write ASCII JSON escape every other character (Reka Edge's
+    \\u00f6): %json takes the escape of any character, a pair for one beyond the
+    BMP, and still no broken escape or lone surrogate; an escape is one character."""
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}}}
+    grammar = "start: %json " + runtime_lark._lark_schema(schema, True) + "\n"
+    for good in ['{"a": "\\u00f6"}', '{"a": "na\\u00efve"}', '{"a": "\\ud83d\\ude42"}']:
+        assert accepts(grammar, good), good
+    for bad in ['{"a": "\\u00g6"}', '{"a": "\\ud83d"}', '{"a": "\\u00f6\\u00f6wxyz"}', '{"b": "x"}']:
+        assert not accepts(grammar, bad), bad
 
 
 @pytest.mark.parametrize("choice", ["any", {"type": "function"}, {"function": {"name": ""}}, None])

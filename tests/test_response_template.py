@@ -31,12 +31,7 @@ chat_parsing = pytest.importorskip("transformers.utils.chat_parsing")
 
 # Texts where transformers reads otherwise than parse, and why. Each is a caveat the
 # spec's review notes state; the spec cannot tell these templates from the others.
-DISAGREEMENTS = {
-    # Seed-OSS writes lists and objects as Python literals ({'verbose': True}); the
-    # spec says only that values are Python literals (True, None), which Qwen3-Coder's
-    # templates write too, with JSON lists and objects that transformers reads.
-    ("bytedance_seed_oss", "tool_call_tricky_arguments"): "Python-literal lists and objects",
-}
+DISAGREEMENTS: dict[tuple[str, str], str] = {}
 
 GENERATED = os.path.join(rt.ROOT, "generated")
 SLUGS = rt.slugs()
@@ -279,3 +274,72 @@ def test_cli_prints_the_file(capsys):
         pytest.skip("no specs")
     assert main(["export", "response-template", os.path.join(rt.SPECS, f"{slug}.yaml")]) == 0
     assert json.loads(capsys.readouterr().out) == _template(slug)
+
+
+PYTHON_VALUES = [
+    slug
+    for slug in SLUGS
+    if _format(slug).calls is not None
+    and _format(slug).calls.arguments is not None
+    and _format(slug).calls.arguments.literal == "python"
+]
+
+
+def _calls_text(slug: str, arguments: dict) -> str:
+    """What the template writes for one call to run_code with ``arguments``, from
+    where its calls begin (the spec's trigger) to the end of the turn."""
+    spec = rt.load_spec(slug)
+    template = rt.template_for(spec)
+    assert template is not None
+    kind = rt.Kind("containers", "", calls=(("run_code", arguments),))
+    message = rt.message_for(spec, kind, "")
+    assert message is not None
+    tools = rt.template_tools(spec, [rt.TOOLS["run_code"]])
+    full = template.render(rt.history(spec) + [message], tools=tools)
+    calls = _format(slug).calls
+    assert calls is not None and calls.trigger in full
+    text = full[full.rindex(calls.trigger) :]
+    return rt.cut_end_of_turn(text, rt.end_of_turn_markers(spec, template))
+
+
+@pytest.mark.parametrize("slug", PYTHON_VALUES)
+def test_python_containers_are_told_from_json_ones(slug):
+    """Where a template writes True and None as Python does, the spec says how it
+    writes lists and objects, as the template itself writes them; a format that
+    writes either as a Python literal has no template (transformers would read it as
+    text) and parse reads them as the values they are."""
+    options = {"verbose": True, "env": {"PATH": "/bin"}, "ports": [1]}
+    arguments = {"language": "python", "code": "pass", "args": ["x", "y"], "options": options}
+    text = _calls_text(slug, arguments)
+    styles = set()
+    for python, json_text in (("'verbose': True", '"verbose": true'), ("['x', 'y']", '["x", "y"]')):
+        if python in text:
+            styles.add("python")
+        elif json_text in text:
+            styles.add("json")
+        else:
+            pytest.fail(f"the template writes a list or an object neither way: {text!r}")
+    written = "python" if "python" in styles else "json"
+    assert _format(slug).calls.arguments.containers == written
+    if written == "python":
+        assert _template(slug) is None
+        notes = emitter.review_notes(_format(slug))
+        assert notes and "cannot express" in notes[0]["message"]
+        if notes[0]["path"] == "tools.arguments.containers":
+            parsed = rt.module(slug).parse(text, tools=[rt.TOOLS["run_code"]])
+            called = json.loads(parsed["tool_calls"][0]["function"]["arguments"])
+            assert called["options"] == options and called["args"] == ["x", "y"]
+
+
+def test_containers_are_told_apart_only_for_python_literals():
+    """The model refuses ``containers`` where values are JSON: only a template that
+    writes True and None as Python is probed for how it writes lists and objects."""
+    import copy
+
+    spec = copy.deepcopy(specs.load(os.path.join(rt.SPECS, "qwen3_coder.yaml")))
+    spec["tools"]["arguments"]["literal"] = "json"
+    specs.validate(spec, "q.yaml")
+    with pytest.raises(specs.SpecError, match="tools.arguments.containers"):
+        model.build(spec, slug="q", origin="q.yaml")
+    spec["tools"]["arguments"].pop("containers")
+    assert model.build(spec, slug="q", origin="q.yaml").calls.arguments.containers == ""

@@ -624,6 +624,9 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
     flag = _second_value_text(renders, FLAG, where, unit, one_block, found, key_prefix)
     if flag is not None and flag[2].strip() == "True":
         arguments["literal"] = "python"
+        containers = _containers(renders, where, unit, one_block, found, key_prefix)
+        if containers is not None:
+            arguments["containers"] = containers
     if _string_escapes(renders, where, unit, one_block, found, key_prefix, arguments):
         arguments["string_escapes"] = True
     syntax = _value_syntax(renders, where, unit, one_block, found, key_prefix, arguments)
@@ -658,6 +661,25 @@ def _second_value_text(renders, arguments, where, unit, one_block, found, key_pr
             after = rest[at + len(written) :].replace(samples.ARGUMENT_2, KEY_SLOT)
             return rest[:at], after, written
     return None
+
+
+def _containers(renders, where, unit, one_block, found, key_prefix) -> str | None:
+    """How a template that writes True and None as Python does writes a list and an
+    object, each holding a boolean and a null: both as JSON (tojson: Qwen3-Coder), or
+    one of them as a Python literal (the value as text: Seed-OSS; LFM2.5 writes its
+    lists so); None where they render neither way."""
+    styles = set()
+    for value in (
+        [samples.ARGUMENT_VALUE_2, True, None],
+        {samples.ARGUMENT: True, samples.ARGUMENT_2: None},
+    ):
+        call = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: value}
+        written = _second_value_text(renders, call, where, unit, one_block, found, key_prefix)
+        read = literal.read(written[2]) if written is not None else None
+        if read is None or read[0] != value:
+            return None
+        styles.add(read[1])
+    return "python" if "python" in styles else "json"
 
 
 def _second_rest(renders, arguments, where, unit, one_block, found, key_prefix):

@@ -24,7 +24,10 @@ How a format maps onto it (``template``):
   arguments its closing — or, where the calls are one JSON array between section
   markers, one region per section read with ``transform_each``. Arguments: JSON read as
   JSON; key/value units with ``xml-inline``, values left as text for transformers to
-  type by the tools' JSON schemas, as ``parse`` types them.
+  type by the tools' JSON schemas, as ``parse`` types them; values in a syntax of the
+  template's own (Gemma 4) cut by a recursive pattern and read as JSON once their
+  strings and keys are quoted. Lists and objects written as Python literals are read
+  by nothing (json.loads types them), so such a format gets no template.
 - ``content``: the implicit field, its pieces joined; it closes at every marker that is
   no content: end of turn (at the end of the text), section markers, the content's own
   markers.
@@ -47,7 +50,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..charclass import marker_pieces
-from ..model import Calls, Format, JsonCall
+from ..model import Arguments, Calls, Format, JsonCall, ValueSyntax
 
 REASONING = "reasoning_content"  # the field name transformers' server reads first
 CONTENT = "content"
@@ -122,13 +125,25 @@ def _caveats(fmt: Format) -> tuple[tuple[str, str], ...]:
     if calls is None or calls.arguments is None or not calls.arguments.units:
         return ()
     found = []
-    if calls.arguments.literal == "python":
+    if calls.arguments.literal == "python" and not calls.arguments.containers:
+        # (the analysis could not tell how this template writes lists and objects)
         found.append(
             (
                 "tools.arguments.literal",
                 "where the template writes a list or an object as a Python literal (True, "
                 "None or single quotes inside), transformers reads it as text; it types "
                 "JSON lists and objects, and True, False, None standing alone",
+            )
+        )
+    syntax = calls.arguments.syntax
+    if syntax is not None and not calls.arguments.suffixed:
+        found.append(
+            (
+                "tools.arguments.syntax",
+                "a list or an object is read as JSON once its strings and keys are quoted; "
+                "one that holds an object key other than letters, digits and '_'"
+                + (f" or a null (written {syntax.null_word})" if syntax.null_word != "null" else "")
+                + " is read as text (a value standing alone is typed by the tool's schema)",
             )
         )
     if calls.arguments.key_escapes:
@@ -252,7 +267,7 @@ class _Emitter:
         calls_begin = _escape(calls.trigger) if calls is not None and not calls.bare else ""
         if reasoning.starts:
             openers = _either(_escape(start.strip()) for start in reasoning.starts)
-            opener = r"\A\s*" + openers
+            opener = r"\A\s*" + _waiting_openers([start.strip() for start in reasoning.starts])
             if self.anchor() != r"\Z":
                 # The prefix's opener, and the model's own where it writes one again
                 # (parse reads past it): wait while what follows may still be one.
@@ -463,8 +478,17 @@ class _Emitter:
             closer = self.followed(calls)
         field: dict = {"open_pattern": opener, "close_pattern": closer, "repeats": True}
         if arguments.units:
+            if arguments.literal == "python" and arguments.containers == "python":
+                raise Inexpressible(
+                    "tools.arguments.containers",
+                    "lists and objects written as Python literals (True, None, single "
+                    "quotes inside), which none of its readers takes: transformers types a "
+                    "list or an object by json.loads",
+                )
             field["content"] = "xml-inline"
             field["content_args"] = {"tag_pattern": self.unit(calls)}
+            if not arguments.suffixed:
+                field["content_args"]["value_parser"] = _own_value_parser(arguments)
         else:
             if arguments.literal != "json":
                 raise Inexpressible(
@@ -508,6 +532,8 @@ class _Emitter:
         ``key``, its value, as written, in ``value``."""
         arguments = calls.arguments
         assert arguments is not None
+        if not arguments.suffixed and arguments.syntax is not None and arguments.raw_strings:
+            return self.own_unit(arguments)
         if not arguments.suffixed:
             raise Inexpressible(
                 "tools.arguments.value_suffix",
@@ -541,6 +567,82 @@ class _Emitter:
             f"|(?<!{opening}).*?(?={end}))(?:{closing})?{end}"
         )
 
+    def own_unit(self, arguments: Arguments) -> str:
+        """The pattern of one key/value unit where the value's own syntax says where it
+        ends (Gemma 4's ``key:<|"|>text<|"|>``, ``key:{k:[1,None]}``, ``key:None``): a
+        key at the start or after the separator, then one whole value — a string up to
+        its closing mark, an object or array up to the mark that closes it (a recursive
+        group: the marks inside strings and nested values are skipped), or a word or
+        number up to the separator or the end."""
+        syntax = arguments.syntax
+        assert syntax is not None
+        _json_like(arguments, syntax)
+        opening, closing = _escape(arguments.string_open), _escape(arguments.string_close)
+        string = f"{opening}.*?{closing}"
+        marks = _either(
+            _escape(mark)
+            for mark in (
+                arguments.string_open,
+                syntax.object_open,
+                syntax.object_close,
+                syntax.array_open,
+                syntax.array_close,
+            )
+        )
+        inside = f"(?:{string}|(?&nested)|(?!{marks}).)*"
+        nested = (
+            f"(?P<nested>{_escape(syntax.object_open)}{inside}{_escape(syntax.object_close)}"
+            f"|{_escape(syntax.array_open)}{inside}{_escape(syntax.array_close)})"
+        )
+        separator = _escape(arguments.separator.strip())
+        word = f"(?:(?!{separator}).)*?"
+        pattern = rf"(?:\A|(?<={separator}))" + self.loose(arguments.key_prefix)
+        pattern += r"\s*(?P<key>[^\s]{1,256}?)\s*" + _escape(arguments.key_end.strip())
+        return pattern + rf"\s*(?P<value>{string}|{nested}|{word})\s*(?={separator}|\Z)"
+
+
+def _json_like(arguments: Arguments, syntax: ValueSyntax) -> None:
+    """A value syntax its json reader takes once strings are quoted and keys are
+    (``string_delims``, ``unquoted_keys``): JSON's marks, keys written bare."""
+    json_marks = {
+        "object_open": "{",
+        "object_close": "}",
+        "key_prefix": "",
+        "key_end": ":",
+        "member_separator": ",",
+        "array_open": "[",
+        "array_close": "]",
+        "item_separator": ",",
+        "true_word": "true",
+        "false_word": "false",
+    }
+    for name, mark in json_marks.items():
+        if getattr(syntax, name).strip() != mark or (mark and getattr(syntax, name) != mark):
+            raise Inexpressible(
+                f"tools.arguments.syntax.{name}",
+                f"values in a syntax of the template's own that writes {getattr(syntax, name)!r} "
+                f"where JSON writes {mark!r}, which its json reader does not take",
+            )
+    if arguments.separator.strip() != ",":
+        raise Inexpressible(
+            "tools.arguments.separator",
+            "arguments in a syntax of the template's own, separated otherwise than by ','",
+        )
+
+
+def _own_value_parser(arguments: Arguments) -> dict:
+    """How each value of a unit in the template's own syntax is read: as JSON once its
+    strings are quoted and its keys are; a word that is no JSON (None) as text, which
+    transformers types by the tool's schema."""
+    return {
+        "name": "json",
+        "args": {
+            "unquoted_keys": True,
+            "string_delims": [[arguments.string_open, arguments.string_close]],
+            "allow_non_json": True,
+        },
+    }
+
 
 _UNIT_LIMITS = {
     "value_suffix_names_key": "a value's closer that repeats its key (a backreference)",
@@ -558,16 +660,36 @@ def _undecided(literals: list[str]) -> str:
     return r"(?!\s*(?:" + "|".join([*firsts, r"\Z"]) + "))"
 
 
+def _waiting_openers(literals: list[str]) -> str:
+    """One pattern matching any of ``literals``, the longest first, where one that
+    begins another (Gemma 4's ``<|channel>`` and ``<|channel>thought``) is not taken
+    while the text ends in a beginning of the rest of the longer: transformers takes at
+    once a complete match that ends before the text does, while the longer is still on
+    its way."""
+    ways = []
+    for literal in sorted(dict.fromkeys(literals), key=lambda text: (-len(text), text)):
+        rests = [other[len(literal) :] for other in literals if other.startswith(literal)]
+        rests = [rest for rest in rests if rest]
+        ways.append(_escape(literal) + (f"(?!{_beginnings(rests)}\\Z)" if rests else ""))
+    return ways[0] if len(ways) == 1 else "(?:" + "|".join(ways) + ")"
+
+
 def _pending(literals: list[str]) -> str:
     """A lookahead that fails where what is left of the text is whitespace and a
     beginning of one of ``literals`` (at least its first character)."""
+    return r"(?!\s*" + _beginnings(literals) + r"\Z)"
+
+
+def _beginnings(literals: list[str]) -> str:
+    """A pattern matching a beginning of one of ``literals``, at least its first
+    character."""
     chains = []
     for literal in dict.fromkeys(literals):
         chain = ""
         for char in reversed(literal):
             chain = _escape(char) + (f"(?:{chain})?" if chain else "")
         chains.append(chain)
-    return r"(?!\s*(?:" + "|".join(chains) + r")\Z)"
+    return "(?:" + "|".join(chains) + ")"
 
 
 def _is_word(text: str) -> bool:

@@ -242,12 +242,15 @@ def _lark_value(schema):
 
 def _lark_schema(schema, strict):
     """A JSON schema as the text after ``%json``: keywords llguidance does not know
-    ignored rather than refused; with ``strict`` (OpenAI's), no member an object's
-    ``properties`` do not name."""
+    ignored rather than refused; a string's ``\\u`` escape of any character taken
+    (llguidance takes only control characters' by default, and templates that write
+    ASCII JSON, as tojson may, escape every other one); with ``strict`` (OpenAI's), no
+    member an object's ``properties`` do not name."""
     schema = _lark_strict(schema) if strict else dict(schema)
     options = schema.get("x-guidance")
     schema["x-guidance"] = dict(options) if isinstance(options, dict) else {}
     schema["x-guidance"].setdefault("lenient", True)
+    schema["x-guidance"].setdefault("json_allow_general_unicode_escapes", True)
     return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
 
