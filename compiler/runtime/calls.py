@@ -428,9 +428,10 @@ def _read_arguments(text, at, types, stop):
                 found = _read_to(text, at, suffix)
             seen = None
             limit = found[0] if found else len(text)
-            if mark and text.find(mark.lstrip(), at, limit) >= 0:
+            if mark and text.find(_KEY_HEAD, at, limit) >= 0:
                 # The next unit's key before the suffix: this value's suffix is
-                # missing, and the value ends there.
+                # missing, and the value ends there. (Most values hold no first
+                # character of the key's prefix at all: one memchr says so.)
                 cut = _key_at(text, at, limit, mark)
                 if cut >= 0:
                     seen = (suffix, found)
@@ -506,14 +507,14 @@ def _key_mark():
 
 
 _KEY_MARK = _key_mark()
+_KEY_HEAD = _KEY_MARK.lstrip()[:1]
 
 
 def _key_at(text, at, limit, mark):
     """Where ``mark`` (from ``_key_mark``) is first written in ``text[at:limit]``,
-    or -1: its prefix looked for as _read_to looks for a suffix, its whitespace then
-    checked."""
-    if text.find(mark.lstrip(), at, limit) < 0:
-        return -1  # the common case, in one C-level search of the value
+    or -1: its prefix looked for as _read_to looks for a suffix (the common case,
+    a value without the prefix's first character, is one memchr; str.find over a
+    long value is many times slower), its whitespace then checked."""
     core = mark.lstrip()
     lead = mark[: len(mark) - len(core)]
     found = _find(text, core, at + len(lead), limit)

@@ -1,7 +1,14 @@
 """Linear time on every input: pathological texts of 10 KB, 100 KB and 1 MB, placed
 inside each part of every format, read by ``parse`` and by ``StreamParser`` fed in
 4-character chunks. Prints the growth of the time per 10x of input (best of three
-runs); every figure must stay at or under 15x (``--check`` exits 1 otherwise).
+runs at least); every figure must stay at or under 15x (``--check`` exits 1 otherwise).
+
+The time is the process's CPU time: on a machine shared with other work, the wall
+clock also counts the spells the process waits for a CPU, which have nothing to do
+with the input. A reading over the limit is measured again (RETRIES more rounds, the
+best time of every round kept for each size), so that one slow spell at the small
+size does not fail the check; growth that is the reader's own shows in every round
+and stays over the limit.
 
     python -m tests.benchmarks.linear [--check] [--json] [--only SLUG ...]
 
@@ -19,6 +26,7 @@ import json
 import multiprocessing
 import sys
 import time
+from functools import partial
 from typing import Callable
 
 from tests import roundtrip as rt
@@ -26,6 +34,11 @@ from tests import roundtrip as rt
 SIZES = (10_000, 100_000, 1_000_000)
 LIMIT = 15.0
 REPEATS = 3
+# A size is timed REPEATS times at least, and more while the runs take less than
+# this many seconds all told: a run of a few milliseconds is easily slowed by half
+# by the machine, and the best of a few dozen is not.
+SPAN = 0.05
+RETRIES = 3
 
 
 def payloads(spec: dict) -> dict[str, Callable[[int], str]]:
@@ -84,16 +97,20 @@ def places(slug: str) -> dict[str, str]:
 
 
 def _best(function) -> float:
-    """The best of REPEATS runs, with the garbage collector off as timeit has it (its
-    passes over whatever else the process holds would be timed too)."""
+    """The best CPU time of REPEATS runs at least (more while they last under SPAN
+    seconds all told), with the garbage collector off as timeit has it (its passes
+    over whatever else the process holds would be timed too)."""
     best = float("inf")
+    spent = 0.0
+    runs = 0
     gc.collect()
     gc.disable()
     try:
-        for _ in range(REPEATS):
-            start = time.perf_counter()
+        while runs < REPEATS or spent < SPAN:
+            start = time.process_time()
             function()
-            best = min(best, time.perf_counter() - start)
+            took = time.process_time() - start
+            best, spent, runs = min(best, took), spent + took, runs + 1
     finally:
         gc.enable()
     return best
@@ -106,21 +123,30 @@ def _streamed(module, text: str) -> None:
     parser.finish()
 
 
+def _growth(figures: list[float]) -> float:
+    """The largest growth per 10x. Below a millisecond, the clock and the per-call
+    cost dominate: growth is measured from there on."""
+    floor = [max(t, 1e-3) for t in figures]
+    return max(floor[i + 1] / floor[i] for i in range(len(floor) - 1))
+
+
 def measure(slug: str) -> list[dict]:
     module = rt.module(slug)
+    readers = {
+        "parse": module.parse,
+        "stream": lambda text: _streamed(module, text),
+    }
     rows = []
     for place, before in places(slug).items():
         for name, make in payloads(module.SPEC).items():
-            times: dict[str, list[float]] = {"parse": [], "stream": []}
-            for size in SIZES:
-                text = before + make(size)
-                times["parse"].append(_best(lambda text=text: module.parse(text)))
-                times["stream"].append(_best(lambda text=text: _streamed(module, text)))
-            for reader, figures in times.items():
-                # Below a millisecond, the clock and the per-call cost dominate:
-                # growth is measured from there on.
-                floor = [max(t, 1e-3) for t in figures]
-                growth = max(floor[i + 1] / floor[i] for i in range(len(floor) - 1))
+            texts = [before + make(size) for size in SIZES]
+            for reader, read in readers.items():
+                figures = [_best(partial(read, text)) for text in texts]
+                retries = 0
+                while _growth(figures) > LIMIT and retries < RETRIES:
+                    again = [_best(partial(read, text)) for text in texts]
+                    figures = [min(pair) for pair in zip(figures, again, strict=True)]
+                    retries += 1
                 rows.append(
                     {
                         "slug": slug,
@@ -128,7 +154,8 @@ def measure(slug: str) -> list[dict]:
                         "input": name,
                         "reader": reader,
                         "seconds": figures,
-                        "growth": growth,
+                        "growth": _growth(figures),
+                        "retries": retries,
                     }
                 )
     return rows
@@ -155,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['seconds'][-1]:8.3f} {row['growth']:6.1f}x"
             )
     over = [row for row in rows if row["growth"] > LIMIT]
+    again = sum(1 for row in rows if row["retries"])
+    if again:
+        print(f"{again} readings over {LIMIT:.0f}x measured again ({len(over)} still over)")
     verdict = "MET" if not over else f"NOT met ({len(over)} over {LIMIT:.0f}x)"
     print(f"growth per 10x <= {LIMIT:.0f}x everywhere: {verdict}")
     return 1 if args.check and over else 0

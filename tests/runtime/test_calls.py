@@ -134,6 +134,23 @@ def test_read_arguments(tagged):
     assert end == text.index(stop)
 
 
+def test_a_value_without_its_suffix_ends_at_the_next_key(tagged, monkeypatch):
+    # The next key's prefix on a line of its own ends a value whose suffix the model
+    # left out; written inside a line it is the value's, and so is every other "<"
+    # (more of them than the few the search tries one by one).
+    monkeypatch.setattr(C, "_KEY_MARK", "\n<parameter=")
+    monkeypatch.setattr(C, "_KEY_HEAD", "<")
+    stop = "</function>\n</tool_call>"
+    value = "if a<b and <c> <d> <e> <f>: see <parameter=z> here"
+    text = "<parameter=a>\n" + value + "\n" + _unit("b", "2") + stop
+    values, end = C._read_arguments(text, 0, {"a": "string"}, stop)
+    assert values == {"a": value, "b": 2}
+    assert end == text.index(stop)
+    # with its suffix, the same value is read whole
+    text = _unit("a", value) + _unit("b", "2") + stop
+    assert C._read_arguments(text, 0, {"a": "string"}, stop)[0] == {"a": value, "b": 2}
+
+
 def test_read_arguments_stops_at_what_starts_no_unit(tagged):
     stop = "</function>"
     assert C._read_arguments("garbage", 0, {}, stop) == ({}, 0)
