@@ -145,7 +145,7 @@ def test_a_call_after_a_broken_call_that_stops_before_it_is_read():
     _check_stream(module, text, message)
 
 
-def test_a_tagged_value_left_open_hides_no_later_call_outside_it():
+def test_a_tagged_value_left_open_is_read_once():
     """Qwen3-Coder: a parameter whose closer never comes is read to the end of the
     output, once; a quoted trigger before it and the real call before that are read."""
     module = rt.module(CODER)
@@ -158,3 +158,21 @@ def test_a_tagged_value_left_open_hides_no_later_call_outside_it():
     message = module.parse(text)
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
     _check_stream(module, text, message, ("5-char", "random"))
+
+
+NEMO = "mistralai_mistral_nemo_instruct_2407"
+
+
+@pytest.mark.parametrize("count", [9, 20, 100])
+def test_mistral_nemo_call_after_failed_mentions(count):
+    """Mistral Nemo's template renders no call the round trip can use (its ids):
+    a hand-written one, after quoted triggers, is read."""
+    module = rt.module(NEMO)
+    call = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcdefghi"}]'
+    alone = module.parse(call)
+    assert alone["tool_calls"]
+    text = _mentions(module, count) + call
+    message = module.parse(text)
+    assert message["tool_calls"] == alone["tool_calls"]
+    assert message["content"] == _mentions(module, count).strip()
+    _check_stream(module, text, message, ("5-char", "random") if count == 100 else ("1-char", "5-char", "random"))
