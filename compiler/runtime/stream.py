@@ -279,6 +279,9 @@ def _probe(text, start, stop, types, fine, step, grow):
     return -1, -1
 
 
+# The longest piece of a chunk the reader is given at once.
+_FEED_PIECE = 4096
+
 # How far before the place where broken calls proved broken calls are looked for
 # again: the text that proved them broken may be the opener of the next call (a
 # broken call's closer is looked for there).
@@ -357,6 +360,15 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if len(chunk) > _FEED_PIECE:
+            # A long chunk is read a piece at a time: the text the reader holds
+            # stays short, so a try at calls that prove broken (their text read
+            # again as content) costs time in proportion to the piece, not to all
+            # that came with it.
+            deltas = []
+            for at in range(0, len(chunk), _FEED_PIECE):
+                deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
