@@ -63,6 +63,7 @@ from .text import (
     _read_to,
     _seek,
     _skip_space,
+    _split,
     _word_end,
 )
 from .values import (
@@ -425,7 +426,11 @@ def _read_arguments(text, at, types, stop):
             if seen is not None and seen[0] == suffix and not (seen[1] and seen[1][0] < at):
                 found = seen[1]  # still the next one: not looked for again
             else:
-                found = _read_to(text, at, suffix)
+                # The next unit's key with no suffix before it ends the value
+                # without the suffix looked for past it (a broken call is not
+                # read to the end of the text for it).
+                cut = _key_first(text, at, suffix, mark) if mark else None
+                found = (cut, cut) if cut is not None else _read_to(text, at, suffix)
             seen = None
             limit = found[0] if found else len(text)
             if mark and text.find(_KEY_HEAD, at, limit) >= 0:
@@ -510,6 +515,26 @@ _KEY_MARK = _key_mark()
 _KEY_HEAD = _KEY_MARK.lstrip()[:1]
 
 
+def _key_first(text, at, suffix, mark):
+    """Where a value read from ``at`` ends at the next unit's key (``mark``, from
+    ``_key_mark``), found without looking for ``suffix`` past it: the cut, where
+    the first ``mark`` written is a key and no ``suffix`` comes before it; else
+    None (the value is read as ``_read_to`` and ``_key_at`` find it)."""
+    core = mark.lstrip()
+    lead = mark[: len(mark) - len(core)]
+    before, ending, _ = _split(suffix)
+    if not ending:
+        return None  # a suffix of whitespace: _read_to does not look for it
+    found = text.find(core, at + len(lead))
+    if found < 0 or not text.endswith(lead, at, found):
+        return None
+    # A suffix that ends the value before the key's core ends comes first: its
+    # core is looked for up to there (and its own whitespace before it).
+    if text.find(ending, at, found + len(core) + len(before) + len(ending)) >= 0:
+        return None
+    return found - len(lead)
+
+
 def _key_at(text, at, limit, mark):
     """Where ``mark`` (from ``_key_mark``) is first written in ``text[at:limit]``,
     or -1: its prefix looked for as _read_to looks for a suffix (the common case,
@@ -531,13 +556,26 @@ else:
     _read_call = _read_literal_call
 
 
-# A trigger that turns out not to start well-formed calls is content; a few more
-# occurrences are tried, so prose that quotes the marker does not hide calls after it.
-_ATTEMPTS = 8
+# A trigger that turns out not to start well-formed calls is content, and calls are
+# looked for after it: every later trigger is tried, except those inside the text
+# the broken calls were read from (up to near where they proved broken).
+def _next_try(text, start, at, types, past_broken):
+    """Where calls are looked for once those that the trigger at ``at`` starts (read
+    from ``start``) proved broken: past their opener, or, where a later trigger
+    is written, as ``past_broken(text, start, first, types)`` finds it (the
+    stream's reader, ``_past_broken``, so that ``parse`` and the stream skip the
+    same triggers; None: every trigger is tried). A later try starts past the
+    text read to find that, so the tries of a text cost time in proportion to its
+    length."""
+    first = _past_start(text, at) if TRIGGER_ALSO else at + len(_SEEK)
+    if past_broken is None:
+        return first
+    return past_broken(text, start, first, types)
 
 
-def _find_calls(text, types, strict):
-    """(text before the calls, calls, text after them)."""
+def _find_calls(text, types, strict, past_broken=None):
+    """(text before the calls, calls, text after them); ``past_broken``: as
+    ``_next_try`` takes it."""
     if BARE_CALLS:
         # Nothing marks a call: the whole output is calls or it is content.
         found = _read_calls(text, _skip_space(text, 0), types)
@@ -547,7 +585,7 @@ def _find_calls(text, types, strict):
             return _calls_after_content(text, types)
         return text, [], ""
     at = 0
-    for _ in range(_ATTEMPTS):
+    while True:
         if TRIGGER_ALSO:
             at = _seek(text, at)
         else:
@@ -563,11 +601,15 @@ def _find_calls(text, types, strict):
             return text[:start], calls, text[end:]
         if strict:
             raise ValueError("malformed tool call at offset %d" % at)
-        if TRIGGER_ALSO:
-            at = _past_start(text, at)
-        else:
-            at += len(_SEEK)
+        at = _next_try(text, start, at, types, past_broken)
     return text, [], ""
+
+
+# Where the content is one unit of the turn (CONTENT_AS_UNIT), a call separator in
+# it is tried as the start of the calls at most this many times: a failed try may
+# read to the end of the output (the calls must run to it), so unbounded tries
+# would cost the square of the output's length.
+_UNIT_TRIES = 8
 
 
 def _calls_after_content(text, types):
@@ -580,7 +622,7 @@ def _calls_after_content(text, types):
     if not text.startswith(CONTENT_START, at):
         return text, [], ""
     at += len(CONTENT_START)
-    for _ in range(_ATTEMPTS):
+    for _ in range(_UNIT_TRIES):
         at = text.find(_SEPARATOR_SEEK, at)
         if at < 0:
             break
@@ -614,11 +656,11 @@ def _trailing(text):
     return rest
 
 
-def _calls_start(text, limit, types):
+def _calls_start(text, limit, types, past_broken=None):
     """Where the first calls that are well-formed start in ``text[:limit]`` (the
     whitespace before their trigger included), or -1."""
     at = 0
-    for _ in range(_ATTEMPTS):
+    while True:
         if TRIGGER_ALSO:
             at = _seek(text, at, limit)
         else:
@@ -630,14 +672,11 @@ def _calls_start(text, limit, types):
             start -= 1
         if _read_calls(text, start, types) is not None:
             return start
-        if TRIGGER_ALSO:
-            at = _past_start(text, at)
-        else:
-            at += len(_SEEK)
+        at = _next_try(text, start, at, types, past_broken)
     return -1
 
 
-def _calls_after(text, gap, types, strict):
+def _calls_after(text, gap, types, strict, past_broken=None):
     """What follows a block of calls: ([(gap, text)], calls). Unless ``strict``,
     more blocks of calls are read; the text around them is content, each piece as
     ``_trailing`` leaves it, with the whitespace written around the block before it
@@ -647,7 +686,6 @@ def _calls_after(text, gap, types, strict):
     pieces: list = []
     calls: list = []
     at = 0
-    tries = 0 if strict else _ATTEMPTS  # triggers that start no calls, all told
     markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
@@ -663,7 +701,7 @@ def _calls_after(text, gap, types, strict):
                 break
         start = end = len(text)
         looked = lead
-        while tries:
+        while not strict:
             if TRIGGER_ALSO:
                 found_at = _seek(text, looked)
             else:
@@ -678,11 +716,7 @@ def _calls_after(text, gap, types, strict):
                 start, end = begin, found[1]
                 calls += found[0]
                 break
-            tries -= 1
-            if TRIGGER_ALSO:
-                looked = _past_start(text, found_at)
-            else:
-                looked = found_at + len(_SEEK)
+            looked = _next_try(text, begin, found_at, types, past_broken)
         piece = _trailing(text[at:start])
         if piece:
             pieces.append((gap, piece))

@@ -12,35 +12,22 @@ from .format import (
     CONTENT_WRAPPED,
     HAS_CALLS,
     HAS_REASONING,
-    OPENED_BY_PROMPT,
-    OPENED_WITH_TOOLS,
     REASONING_END,
     REASONING_START,
-    REASONING_STARTS,
     SECTION_BEFORE_CONTENT,
-    TOOLS_CHANGE_OPENING,
     TURN_BREAK,
     TYPED_VALUES,
 )
-from .text import _SEEK, _before_break, _skip_space, _strip_stop
+from .stream import _past_broken
+from .text import (
+    _SEEK,
+    _before_break,
+    _opened_by_prompt,
+    _opener,
+    _skip_space,
+    _strip_stop,
+)
 from .values import _schema_types
-
-
-def _opened_by_prompt(tools, enable_thinking):
-    """Whether the prompt that the output follows opened the reasoning block (a
-    template may open it only where no tools are given)."""
-    if TOOLS_CHANGE_OPENING and tools:
-        return OPENED_WITH_TOOLS[bool(enable_thinking)]
-    return OPENED_BY_PROMPT[bool(enable_thinking)]
-
-
-def _opener(text):
-    """The length of the reasoning opener ``text`` starts with (where real outputs
-    spell it in more than one way, the longest written), or 0."""
-    for start in REASONING_STARTS:
-        if text.startswith(start):
-            return len(start)
-    return 0
 
 
 def _split_reasoning(text, opened, strict=False, types=None):
@@ -69,7 +56,9 @@ def _split_reasoning(text, opened, strict=False, types=None):
         return None, text  # no delimiter ends it: an answer, as the history writes them
     end = body.find(REASONING_END)
     if HAS_CALLS and not BARE_CALLS:
-        start = _calls_start(body, end if end >= 0 else len(body), types or {})
+        start = _calls_start(
+            body, end if end >= 0 else len(body), types or {}, _past_broken
+        )
         if start >= 0:
             if strict:
                 raise ValueError("tool calls before the reasoning's closer")
@@ -119,11 +108,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             # the section's opener, written before the content inside the section
             rest = rest.lstrip()[len(SECTION_BEFORE_CONTENT) :]
         whole = rest
-        rest, tool_calls, after = _find_calls(whole, types, strict)
+        rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
-            pieces, more = _calls_after(after, gap, types, strict)
+            pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls += more
         # Content may follow the calls where the template writes it there; a call
         # marker in it is a broken call, not content.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from .calls import _ATTEMPTS, _KEY_MARK, _key_at, _read_call, _trailing
+from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -71,7 +71,6 @@ from .format import (
     VERBATIM_CLOSE,
     VERBATIM_OPEN,
 )
-from .parse import _opened_by_prompt, _opener
 from .text import (
     _NAME_REACH,
     _SEEK,
@@ -84,8 +83,9 @@ from .text import (
     _match,
     _maybe_stop,
     _name_end,
+    _opened_by_prompt,
+    _opener,
     _partial_at,
-    _past_start,
     _seek,
     _settled,
     _short_of_break,
@@ -207,6 +207,92 @@ _AFTER_STOPS = (
 )
 
 
+def _past_broken(text, start, first, types):
+    """Where calls are looked for once those read from ``start`` proved broken:
+    ``first`` (past their trigger's opener), or, where they were read on past
+    later triggers, ``_LOOKBACK`` characters before the end of the shortest piece
+    ``text[start:end]`` from which the stream's reader (``types``: the tools'
+    value types) finds them broken, more text or not after it (the end of
+    ``text`` if none does).
+
+    The reader decides only what more text cannot change, so how the text is cut
+    does not matter: it is read in pieces growing to 1,024 characters (its
+    pending text stays short: it is copied as the reader reads on); where a
+    trigger may fall on either side of the place by where in the piece it is, a
+    new reader reads to that piece and it in pieces of 32, then of one."""
+
+    found = _seek(text, first) if TRIGGER_ALSO else text.find(_SEEK, first)
+    if found < 0 or found + _LOOKBACK >= len(text):
+        return first  # no trigger is left to skip, or the next is tried anyway
+
+    def unsure(low, high):
+        # whether a trigger from ``first`` on is skipped or not by where in
+        # text[low:high] the calls proved broken
+        where = max(first, low - _LOOKBACK + 1)
+        found = _seek(text, where) if TRIGGER_ALSO else text.find(_SEEK, where)
+        return 0 <= found and found + _LOOKBACK < high
+
+    # (the first piece reaches past the next trigger by _LOOKBACK: most broken
+    # calls prove broken in it, and the next trigger is tried)
+    step = max(32, min(1024, found + _LOOKBACK - start))
+    low, high = _probe(text, start, len(text), types, start, step, True)
+    if high < 0:
+        return max(first, len(text) - _LOOKBACK)
+    for step in (32, 1):
+        if high - low <= 1 or not unsure(low, high):
+            break
+        low, high = _probe(text, start, high, types, low, step, False)
+    # (where no trigger is unsure, this is where the shortest piece ends, less
+    # _LOOKBACK, whatever pieces found it)
+    return max(first, high - _LOOKBACK)
+
+
+def _probe(text, start, stop, types, fine, step, grow):
+    """(start, end) of the piece of ``text[start:stop]`` with which the reader finds
+    the calls broken (or read: parse found them broken, so they are no further),
+    given pieces of 1,024 characters up to ``fine``, then of ``step`` (growing to
+    1,024 if ``grow``); (-1, -1) while it waits for more."""
+    probe = StreamParser()
+    probe._types = types
+    reader = probe._read_calls()
+    at = start
+    try:
+        while at < stop:
+            if at < fine:
+                end = min(fine, at + 1024)
+            elif grow:
+                end = min(stop, at + min(1024, max(step, at - fine)))
+            else:
+                end = min(stop, at + step)
+            piece = text[at:end]
+            low, at = at, end
+            run = probe._run  # as feed() takes a chunk
+            if run is not None and run(piece) is not None:
+                continue
+            probe._pending += piece
+            next(reader)
+    except (StopIteration, _Broken):
+        return low, at
+    except Exception:  # a reader bug: the stream reads the rest as content
+        return low, at
+    finally:
+        # The reader and the probe refer to each other: undone, the probe is
+        # freed now, not at the next collection (many probes may run).
+        reader.close()
+        probe._reader.close()
+        probe._run = None
+    return -1, -1
+
+
+# The longest piece of a chunk the reader is given at once.
+_FEED_PIECE = 4096
+
+# How far before the place where broken calls proved broken calls are looked for
+# again: the text that proved them broken may be the opener of the next call (a
+# broken call's closer is looked for there).
+_LOOKBACK = 256
+
+
 class StreamParser:
     """Reads a model's output as it arrives.
 
@@ -279,6 +365,15 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if len(chunk) > _FEED_PIECE:
+            # A long chunk is read a piece at a time: the text the reader holds
+            # stays short, so a try at calls that prove broken (their text read
+            # again as content) costs time in proportion to the piece, not to all
+            # that came with it.
+            deltas = []
+            for at in range(0, len(chunk), _FEED_PIECE):
+                deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -443,20 +538,18 @@ class StreamParser:
             if REASONING_END not in self._pending:
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
-        attempts = 0
         search = 0  # a trigger is looked for from here on
         while True:
             pending = self._pending
             end = pending.find(REASONING_END)
             at = -1
-            if HAS_CALLS and not BARE_CALLS and attempts < _ATTEMPTS:
+            if HAS_CALLS and not BARE_CALLS:
                 if TRIGGER_ALSO:
                     at = _seek(pending, search, end if end >= 0 else len(pending))
                 else:
                     at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
             if at >= 0:
                 # Calls before the closer end the block if they are well-formed.
-                attempts += 1
                 start = len(pending[:at].rstrip())
                 self._send("reasoning_content", pending[:start])
                 self._pending = pending[start:]
@@ -473,7 +566,7 @@ class StreamParser:
                 self._send("reasoning_content", pending, final=True)
                 self._pending = ""
                 return False
-            watch = (_SEEK,) if HAS_CALLS and attempts < _ATTEMPTS else ()
+            watch = (_SEEK,) if HAS_CALLS else ()
             if TRIGGER_ALSO:
                 watch = _SEEKS if watch else ()
             keep = _settled(pending, (REASONING_END,) + watch)
@@ -543,7 +636,6 @@ class StreamParser:
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
         closing = bool(opener and CONTENT_END)
-        attempts = 0
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -554,9 +646,9 @@ class StreamParser:
         while True:
             pending = self._pending
             if TRIGGER_ALSO:
-                at = _seek(pending, search) if attempts < _ATTEMPTS else -1
+                at = _seek(pending, search)
             else:
-                at = pending.find(_SEEK, search) if attempts < _ATTEMPTS else -1
+                at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
                 end = pending.find(CONTENT_END)
@@ -567,10 +659,11 @@ class StreamParser:
                 if end >= 0 and end + len(CONTENT_END) <= limit:
                     self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
                     closing = False
-                    search = min(search, end)
+                    # (triggers skipped before the closer stay skipped)
+                    if search > end:
+                        search = max(end, search - len(CONTENT_END))
                     continue
             if at >= 0:
-                attempts += 1
                 self._opener = opener
                 search = yield from self._try_calls(at)
                 if search >= 0:
@@ -579,7 +672,6 @@ class StreamParser:
                 # Calls were read: the text after them is content, and more calls.
                 if not self._after:
                     self._after = True
-                    attempts = 0  # (tries for all the calls after the first)
                     run = self._text_run("content", _AFTER_STOPS)
                 opener = search = 0
                 closing = False
@@ -592,9 +684,7 @@ class StreamParser:
                 self._send("content", text, final=True)
                 self._pending = ""
                 return
-            watch = (_SEEK,) if attempts < _ATTEMPTS else ()
-            if TRIGGER_ALSO:
-                watch = _SEEKS if watch else ()
+            watch = _SEEKS if TRIGGER_ALSO else (_SEEK,)
             if self._after:
                 # End-of-turn markers that end the text after calls are dropped.
                 keep = _settled(pending, watch + tuple(markers))
@@ -676,7 +766,7 @@ class StreamParser:
         search = 0  # the separator is looked for from here on
         while True:
             pending = self._pending
-            at = pending.find(_SEPARATOR_SEEK, search) if attempts < _ATTEMPTS else -1
+            at = pending.find(_SEPARATOR_SEEK, search) if attempts < _UNIT_TRIES else -1
             if at >= 0:
                 attempts += 1
                 start = len(pending[:at].rstrip())
@@ -699,7 +789,7 @@ class StreamParser:
                 self._send("content", pending, final=True)
                 self._pending = ""
                 return
-            watch = (_SEPARATOR_SEEK,) if attempts < _ATTEMPTS else ()
+            watch = (_SEPARATOR_SEEK,) if attempts < _UNIT_TRIES else ()
             keep = _settled(pending, watch)
             self._send("content", pending[:keep])
             self._hold(pending[keep:])
@@ -761,9 +851,10 @@ class StreamParser:
             held = self._held + self._held_stop
             self._held = self._held_stop = ""
             self._replay(held + "".join(self._raw) + self._pending)
-            if TRIGGER_ALSO:
-                return _past_start(self._pending, len(held) + at - start)
-            return len(held) + at - start + len(_SEEK)
+            # The triggers inside the broken calls' text are skipped as parse skips
+            # them: by what the text read since they began proves (all of it has).
+            read = self._pending[len(held) :]
+            return len(held) + _next_try(read, 0, at - start, self._types, _past_broken)
         self._commit()
         self._before = pending[start:at]  # the whitespace before the calls
         self._raw = []  # the calls are read: nothing of them is replayed

@@ -8,8 +8,12 @@ import re
 from .format import (
     CALL_SEPARATOR,
     CALL_STARTS,
+    OPENED_BY_PROMPT,
+    OPENED_WITH_TOOLS,
     PRESERVED_TOKENS,
+    REASONING_STARTS,
     STOP,
+    TOOLS_CHANGE_OPENING,
     TRIGGER,
     TRIGGER_ALSO,
     TURN_BREAK,
@@ -390,3 +394,20 @@ def _close_any(text, at, literals):
         if end >= 0:
             return end
     return len(text) if not text[at:].strip() else -1
+
+
+def _opened_by_prompt(tools, enable_thinking):
+    """Whether the prompt that the output follows opened the reasoning block (a
+    template may open it only where no tools are given)."""
+    if TOOLS_CHANGE_OPENING and tools:
+        return OPENED_WITH_TOOLS[bool(enable_thinking)]
+    return OPENED_BY_PROMPT[bool(enable_thinking)]
+
+
+def _opener(text):
+    """The length of the reasoning opener ``text`` starts with (where real outputs
+    spell it in more than one way, the longest written), or 0."""
+    for start in REASONING_STARTS:
+        if text.startswith(start):
+            return len(start)
+    return 0

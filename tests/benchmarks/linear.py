@@ -10,12 +10,14 @@ best time of every round kept for each size), so that one slow spell at the smal
 size does not fail the check; growth that is the reader's own shows in every round
 and stays over the limit.
 
-    python -m tests.benchmarks.linear [--check] [--json] [--only SLUG ...]
+    python -m tests.benchmarks.linear [--check] [--json] [--only SLUG ...] [--inputs NAME ...]
 
 The places are cut from the text the template itself renders for one call (the
 round trip's ``tool_call`` case): the content before any marker, inside a reasoning
 block, where the call's name goes, inside its arguments before a key, and inside a
-string value. A format without reasoning or calls has fewer places.
+string value. A format without reasoning or calls has fewer places. In the content
+only, the inputs also include repeated failed mentions of the call trigger, and the
+same with the template's call after them.
 """
 
 from __future__ import annotations
@@ -57,6 +59,31 @@ def payloads(spec: dict) -> dict[str, Callable[[int], str]]:
         "open_string": lambda n: '"' + "x" * (n - 1),
         "whitespace": repeat(" \n\t"),
     }
+
+
+def mentions(slug: str) -> dict[str, Callable[[int], str]]:
+    """Texts of repeated failed mentions of the format's call trigger (in prose, each
+    failing quickly), without and with a real call (the template's) at the end;
+    placed in the content only. A bare-call format has no trigger: its mention is
+    the opening of the call the template writes."""
+    module = rt.module(slug)
+    cases = (rt.make_case(slug, kind) for kind in rt.TOOL_KINDS if not kind.content)
+    case = next((case for case in cases if case is not None), None)
+    trigger = getattr(module, "TRIGGER", "").strip()
+    if not trigger and case is not None:
+        trigger = case.text.strip()[:12]
+    if not trigger:
+        return {}
+    unit = "Quoted: " + trigger + " is how a call starts.\n"
+
+    def repeat(n: int) -> str:
+        return unit * max(1, n // len(unit))
+
+    found: dict[str, Callable[[int], str]] = {"mentions": repeat}
+    if case is not None:
+        call = case.text
+        found["mentions_call"] = lambda n: repeat(n - len(call)) + call
+    return found
 
 
 def _markers(spec: dict) -> list[str]:
@@ -130,7 +157,7 @@ def _growth(figures: list[float]) -> float:
     return max(floor[i + 1] / floor[i] for i in range(len(floor) - 1))
 
 
-def measure(slug: str) -> list[dict]:
+def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
     module = rt.module(slug)
     readers = {
         "parse": module.parse,
@@ -138,7 +165,12 @@ def measure(slug: str) -> list[dict]:
     }
     rows = []
     for place, before in places(slug).items():
-        for name, make in payloads(module.SPEC).items():
+        made = payloads(module.SPEC)
+        if place == "content":
+            made.update(mentions(slug))
+        for name, make in made.items():
+            if inputs and name not in inputs:
+                continue
             texts = [before + make(size) for size in SIZES]
             for reader, read in readers.items():
                 figures = [_best(partial(read, text)) for text in texts]
@@ -166,10 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 above the limit")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--only", nargs="*", help="these slugs only")
+    parser.add_argument(
+        "--inputs",
+        nargs="*",
+        default=(),
+        help="these inputs only (nesting objects angles partial_marker open_string "
+        "whitespace; mentions, mentions_call: repeated failed trigger mentions, "
+        "without and with a real call after them, in the content)",
+    )
     args = parser.parse_args(argv)
     slugs = args.only or rt.slugs()
     with multiprocessing.Pool(2) as pool:
-        rows = [row for found in pool.map(measure, slugs) for row in found]
+        found = pool.starmap(measure, [(slug, tuple(args.inputs)) for slug in slugs])
+        rows = [row for each in found for row in each]
     worst = sorted(rows, key=lambda row: -row["growth"])
     if args.json:
         print(json.dumps(rows, indent=1))
