@@ -63,7 +63,6 @@ REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
 OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
 CONTENT_END: str = ""
-HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>"
 CALL_SEPARATOR: str = ""
@@ -366,6 +365,20 @@ def _maybe_stop(text):
     return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
+def _opened_by_prompt(tools, enable_thinking):
+    """Whether the prompt that the output follows opened the reasoning block (a
+    template may open it only where no tools are given)."""
+    return OPENED_BY_PROMPT[bool(enable_thinking)]
+
+
+def _opener(text):
+    """The length of the reasoning opener ``text`` starts with (where real outputs
+    spell it in more than one way, the longest written), or 0."""
+    if text.startswith("<think>"):
+        return len("<think>")
+    return 0
+
+
 def _load(text, literal):
     """The value a JSON (or, where the format writes them, Python) literal denotes;
     ValueError when it denotes none (too deep a nesting included)."""
@@ -558,12 +571,17 @@ def _read_arguments(text, at, types, stop):
         if seen is not None and seen[0] == suffix and not (seen[1] and seen[1][0] < at):
             found = seen[1]  # still the next one: not looked for again
         else:
-            found = _read_to(text, at, suffix)
+            # The next unit's key with no suffix before it ends the value
+            # without the suffix looked for past it (a broken call is not
+            # read to the end of the text for it).
+            cut = _key_first(text, at, suffix, mark) if mark else None
+            found = (cut, cut) if cut is not None else _read_to(text, at, suffix)
         seen = None
         limit = found[0] if found else len(text)
-        if mark and text.find(mark.lstrip(), at, limit) >= 0:
+        if mark and text.find(_KEY_HEAD, at, limit) >= 0:
             # The next unit's key before the suffix: this value's suffix is
-            # missing, and the value ends there.
+            # missing, and the value ends there. (Most values hold no first
+            # character of the key's prefix at all: one memchr says so.)
             cut = _key_at(text, at, limit, mark)
             if cut >= 0:
                 seen = (suffix, found)
@@ -595,12 +613,34 @@ def _key_mark():
 _KEY_MARK = _key_mark()
 
 
+_KEY_HEAD = _KEY_MARK.lstrip()[:1]
+
+
+def _key_first(text, at, suffix, mark):
+    """Where a value read from ``at`` ends at the next unit's key (``mark``, from
+    ``_key_mark``), found without looking for ``suffix`` past it: the cut, where
+    the first ``mark`` written is a key and no ``suffix`` comes before it; else
+    None (the value is read as ``_read_to`` and ``_key_at`` find it)."""
+    core = mark.lstrip()
+    lead = mark[: len(mark) - len(core)]
+    before, ending, _ = _split(suffix)
+    if not ending:
+        return None  # a suffix of whitespace: _read_to does not look for it
+    found = text.find(core, at + len(lead))
+    if found < 0 or not text.endswith(lead, at, found):
+        return None
+    # A suffix that ends the value before the key's core ends comes first: its
+    # core is looked for up to there (and its own whitespace before it).
+    if text.find(ending, at, found + len(core) + len(before) + len(ending)) >= 0:
+        return None
+    return found - len(lead)
+
+
 def _key_at(text, at, limit, mark):
     """Where ``mark`` (from ``_key_mark``) is first written in ``text[at:limit]``,
-    or -1: its prefix looked for as _read_to looks for a suffix, its whitespace then
-    checked."""
-    if text.find(mark.lstrip(), at, limit) < 0:
-        return -1  # the common case, in one C-level search of the value
+    or -1: its prefix looked for as _read_to looks for a suffix (the common case,
+    a value without the prefix's first character, is one memchr; str.find over a
+    long value is many times slower), its whitespace then checked."""
     core = mark.lstrip()
     lead = mark[: len(mark) - len(core)]
     found = _find(text, core, at + len(lead), limit)
@@ -612,15 +652,28 @@ def _key_at(text, at, limit, mark):
 _read_call = _read_tagged_call
 
 
-# A trigger that turns out not to start well-formed calls is content; a few more
-# occurrences are tried, so prose that quotes the marker does not hide calls after it.
-_ATTEMPTS = 8
+# A trigger that turns out not to start well-formed calls is content, and calls are
+# looked for after it: every later trigger is tried, except those inside the text
+# the broken calls were read from (up to near where they proved broken).
+def _next_try(text, start, at, types, past_broken):
+    """Where calls are looked for once those that the trigger at ``at`` starts (read
+    from ``start``) proved broken: past their opener, or, where a later trigger
+    is written, as ``past_broken(text, start, first, types)`` finds it (the
+    stream's reader, ``_past_broken``, so that ``parse`` and the stream skip the
+    same triggers; None: every trigger is tried). A later try starts past the
+    text read to find that, so the tries of a text cost time in proportion to its
+    length."""
+    first = at + len(_SEEK)
+    if past_broken is None:
+        return first
+    return past_broken(text, start, first, types)
 
 
-def _find_calls(text, types, strict):
-    """(text before the calls, calls, text after them)."""
+def _find_calls(text, types, strict, past_broken=None):
+    """(text before the calls, calls, text after them); ``past_broken``: as
+    ``_next_try`` takes it."""
     at = 0
-    for _ in range(_ATTEMPTS):
+    while True:
         at = text.find(_SEEK, at)
         if at < 0:
             break
@@ -633,7 +686,7 @@ def _find_calls(text, types, strict):
             return text[:start], calls, text[end:]
         if strict:
             raise ValueError("malformed tool call at offset %d" % at)
-        at += len(_SEEK)
+        at = _next_try(text, start, at, types, past_broken)
     return text, [], ""
 
 
@@ -656,11 +709,11 @@ def _trailing(text):
     return rest
 
 
-def _calls_start(text, limit, types):
+def _calls_start(text, limit, types, past_broken=None):
     """Where the first calls that are well-formed start in ``text[:limit]`` (the
     whitespace before their trigger included), or -1."""
     at = 0
-    for _ in range(_ATTEMPTS):
+    while True:
         at = text.find(_SEEK, at, limit)
         if at < 0:
             break
@@ -669,11 +722,11 @@ def _calls_start(text, limit, types):
             start -= 1
         if _read_calls(text, start, types) is not None:
             return start
-        at += len(_SEEK)
+        at = _next_try(text, start, at, types, past_broken)
     return -1
 
 
-def _calls_after(text, gap, types, strict):
+def _calls_after(text, gap, types, strict, past_broken=None):
     """What follows a block of calls: ([(gap, text)], calls). Unless ``strict``,
     more blocks of calls are read; the text around them is content, each piece as
     ``_trailing`` leaves it, with the whitespace written around the block before it
@@ -683,7 +736,6 @@ def _calls_after(text, gap, types, strict):
     pieces: list = []
     calls: list = []
     at = 0
-    tries = 0 if strict else _ATTEMPTS  # triggers that start no calls, all told
     markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
@@ -699,7 +751,7 @@ def _calls_after(text, gap, types, strict):
                 break
         start = end = len(text)
         looked = lead
-        while tries:
+        while not strict:
             found_at = text.find(_SEEK, looked)
             if found_at < 0:
                 break
@@ -711,8 +763,7 @@ def _calls_after(text, gap, types, strict):
                 start, end = begin, found[1]
                 calls += found[0]
                 break
-            tries -= 1
-            looked = found_at + len(_SEEK)
+            looked = _next_try(text, begin, found_at, types, past_broken)
         piece = _trailing(text[at:start])
         if piece:
             pieces.append((gap, piece))
@@ -720,20 +771,6 @@ def _calls_after(text, gap, types, strict):
             return pieces, calls
         gap = text[start : _skip_space(text, start)]
         at = end
-
-
-def _opened_by_prompt(tools, enable_thinking):
-    """Whether the prompt that the output follows opened the reasoning block (a
-    template may open it only where no tools are given)."""
-    return OPENED_BY_PROMPT[bool(enable_thinking)]
-
-
-def _opener(text):
-    """The length of the reasoning opener ``text`` starts with (where real outputs
-    spell it in more than one way, the longest written), or 0."""
-    if text.startswith("<think>"):
-        return len("<think>")
-    return 0
 
 
 def _split_reasoning(text, opened, strict=False, types=None):
@@ -756,7 +793,9 @@ def _split_reasoning(text, opened, strict=False, types=None):
     else:
         return None, text
     end = body.find(REASONING_END)
-    start = _calls_start(body, end if end >= 0 else len(body), types or {})
+    start = _calls_start(
+        body, end if end >= 0 else len(body), types or {}, _past_broken
+    )
     if start >= 0:
         if strict:
             raise ValueError("tool calls before the reasoning's closer")
@@ -782,11 +821,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     tool_calls: list = []
     pieces: list = []  # the text after the calls: (the whitespace before, text)
     whole = rest
-    rest, tool_calls, after = _find_calls(whole, types, strict)
+    rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
     if tool_calls:
         gap = whole[len(rest) : _skip_space(whole, len(rest))]
         rest = _strip_stop(rest)
-        pieces, more = _calls_after(after, gap, types, strict)
+        pieces, more = _calls_after(after, gap, types, strict, _past_broken)
         tool_calls += more
     # Content may follow the calls where the template writes it there; a call
     # marker in it is a broken call, not content.
@@ -867,6 +906,93 @@ _CONTENT_STOPS = _stops(_SEEK, CONTENT_END)
 _AFTER_STOPS = _stops(_SEEK, *END_AFTER_CALLS)
 
 
+def _past_broken(text, start, first, types):
+    """Where calls are looked for once those read from ``start`` proved broken:
+    ``first`` (past their trigger's opener), or, where they were read on past
+    later triggers, ``_LOOKBACK`` characters before the end of the shortest piece
+    ``text[start:end]`` from which the stream's reader (``types``: the tools'
+    value types) finds them broken, more text or not after it (the end of
+    ``text`` if none does).
+
+    The reader decides only what more text cannot change, so how the text is cut
+    does not matter: it is read in pieces growing to 1,024 characters (its
+    pending text stays short: it is copied as the reader reads on); where a
+    trigger may fall on either side of the place by where in the piece it is, a
+    new reader reads to that piece and it in pieces of 32, then of one."""
+
+    found = text.find(_SEEK, first)
+    if found < 0 or found + _LOOKBACK >= len(text):
+        return first  # no trigger is left to skip, or the next is tried anyway
+
+    def unsure(low, high):
+        # whether a trigger from ``first`` on is skipped or not by where in
+        # text[low:high] the calls proved broken
+        where = max(first, low - _LOOKBACK + 1)
+        found = text.find(_SEEK, where)
+        return 0 <= found and found + _LOOKBACK < high
+
+    # (the first piece reaches past the next trigger by _LOOKBACK: most broken
+    # calls prove broken in it, and the next trigger is tried)
+    step = max(32, min(1024, found + _LOOKBACK - start))
+    low, high = _probe(text, start, len(text), types, start, step, True)
+    if high < 0:
+        return max(first, len(text) - _LOOKBACK)
+    for step in (32, 1):
+        if high - low <= 1 or not unsure(low, high):
+            break
+        low, high = _probe(text, start, high, types, low, step, False)
+    # (where no trigger is unsure, this is where the shortest piece ends, less
+    # _LOOKBACK, whatever pieces found it)
+    return max(first, high - _LOOKBACK)
+
+
+def _probe(text, start, stop, types, fine, step, grow):
+    """(start, end) of the piece of ``text[start:stop]`` with which the reader finds
+    the calls broken (or read: parse found them broken, so they are no further),
+    given pieces of 1,024 characters up to ``fine``, then of ``step`` (growing to
+    1,024 if ``grow``); (-1, -1) while it waits for more."""
+    probe = StreamParser()
+    probe._types = types
+    reader = probe._read_calls()
+    at = start
+    try:
+        while at < stop:
+            if at < fine:
+                end = min(fine, at + 1024)
+            elif grow:
+                end = min(stop, at + min(1024, max(step, at - fine)))
+            else:
+                end = min(stop, at + step)
+            piece = text[at:end]
+            low, at = at, end
+            run = probe._run  # as feed() takes a chunk
+            if run is not None and run(piece) is not None:
+                continue
+            probe._pending += piece
+            next(reader)
+    except (StopIteration, _Broken):
+        return low, at
+    except Exception:  # a reader bug: the stream reads the rest as content
+        return low, at
+    finally:
+        # The reader and the probe refer to each other: undone, the probe is
+        # freed now, not at the next collection (many probes may run).
+        reader.close()
+        probe._reader.close()
+        probe._run = None
+    return -1, -1
+
+
+# The longest piece of a chunk the reader is given at once.
+_FEED_PIECE = 4096
+
+
+# How far before the place where broken calls proved broken calls are looked for
+# again: the text that proved them broken may be the opener of the next call (a
+# broken call's closer is looked for there).
+_LOOKBACK = 256
+
+
 class StreamParser:
     """Reads a model's output as it arrives.
 
@@ -939,6 +1065,15 @@ class StreamParser:
             raise TypeError("feed() takes the model's output as a str")
         if self._eof:
             raise ValueError("feed() after finish()")
+        if len(chunk) > _FEED_PIECE:
+            # A long chunk is read a piece at a time: the text the reader holds
+            # stays short, so a try at calls that prove broken (their text read
+            # again as content) costs time in proportion to the piece, not to all
+            # that came with it.
+            deltas = []
+            for at in range(0, len(chunk), _FEED_PIECE):
+                deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
@@ -1081,17 +1216,14 @@ class StreamParser:
                 self._pending = head[len(REASONING_END) :]
             return False
         run = self._text_run("reasoning_content", _REASONING_STOPS)
-        attempts = 0
         search = 0  # a trigger is looked for from here on
         while True:
             pending = self._pending
             end = pending.find(REASONING_END)
             at = -1
-            if attempts < _ATTEMPTS:
-                at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
+            at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
             if at >= 0:
                 # Calls before the closer end the block if they are well-formed.
-                attempts += 1
                 start = len(pending[:at].rstrip())
                 self._send("reasoning_content", pending[:start])
                 self._pending = pending[start:]
@@ -1108,7 +1240,7 @@ class StreamParser:
                 self._send("reasoning_content", pending, final=True)
                 self._pending = ""
                 return False
-            watch = (_SEEK,) if HAS_CALLS and attempts < _ATTEMPTS else ()
+            watch = (_SEEK,)
             keep = _settled(pending, (REASONING_END,) + watch)
             self._send("reasoning_content", pending[:keep])
             self._hold(pending[keep:])
@@ -1124,7 +1256,6 @@ class StreamParser:
         # The opening marker stays pending until sent: a trigger may start with it.
         opener = 0
         closing = bool(opener and CONTENT_END)
-        attempts = 0
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -1134,7 +1265,7 @@ class StreamParser:
             yield from self._after_calls(markers)
         while True:
             pending = self._pending
-            at = pending.find(_SEEK, search) if attempts < _ATTEMPTS else -1
+            at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
                 end = pending.find(CONTENT_END)
@@ -1142,10 +1273,11 @@ class StreamParser:
                 if end >= 0 and end + len(CONTENT_END) <= limit:
                     self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
                     closing = False
-                    search = min(search, end)
+                    # (triggers skipped before the closer stay skipped)
+                    if search > end:
+                        search = max(end, search - len(CONTENT_END))
                     continue
             if at >= 0:
-                attempts += 1
                 self._opener = opener
                 search = yield from self._try_calls(at)
                 if search >= 0:
@@ -1154,7 +1286,6 @@ class StreamParser:
                 # Calls were read: the text after them is content, and more calls.
                 if not self._after:
                     self._after = True
-                    attempts = 0  # (tries for all the calls after the first)
                     run = self._text_run("content", _AFTER_STOPS)
                 opener = search = 0
                 closing = False
@@ -1167,7 +1298,7 @@ class StreamParser:
                 self._send("content", text, final=True)
                 self._pending = ""
                 return
-            watch = (_SEEK,) if attempts < _ATTEMPTS else ()
+            watch = (_SEEK,)
             if self._after:
                 # End-of-turn markers that end the text after calls are dropped.
                 keep = _settled(pending, watch + tuple(markers))
@@ -1222,7 +1353,10 @@ class StreamParser:
             held = self._held + self._held_stop
             self._held = self._held_stop = ""
             self._replay(held + "".join(self._raw) + self._pending)
-            return len(held) + at - start + len(_SEEK)
+            # The triggers inside the broken calls' text are skipped as parse skips
+            # them: by what the text read since they began proves (all of it has).
+            read = self._pending[len(held) :]
+            return len(held) + _next_try(read, 0, at - start, self._types, _past_broken)
         self._commit()
         self._before = pending[start:at]  # the whitespace before the calls
         self._raw = []  # the calls are read: nothing of them is replayed
