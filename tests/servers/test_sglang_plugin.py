@@ -1,6 +1,6 @@
 """The SGLang plugin (``python -m compiler plugin sglang``) inside SGLang's own parsers.
 
-Opt-in (``make test-servers``, in ``.venv-servers``: tests/servers/SGLANG_INSTALL.txt);
+Opt-in (``make test-servers``, in ``.venv-servers`` with vLLM: see the Makefile);
 skipped where SGLang is not installed. Each format's plugin file is written from its
 spec, imported as SGLang's operator would (it registers itself under the slug), and
 driven through SGLang's real ``ReasoningParser`` and ``FunctionCallParser`` with
