@@ -82,32 +82,37 @@ test-exports: templates $(EXPORTS_STAMP)
 	$(EXPORTS_PY) -m pytest -q tests/exports
 
 # The server plugins (`python -m compiler plugin vllm|sglang`) through the servers' own
-# parser, request and delta classes (tests/servers/). Opt-in, in a virtualenv of its
-# own: CPU torch (the same local wheel as test-exports; vLLM 0.33.0 asks for 2.14.0,
-# but the modules the tests import run on 2.13.0), each server installed --no-deps
-# with only what its parser and protocol modules import, found by importing them
-# (no CUDA libraries, no triton). xgrammar likewise, as in test-exports.
+# parser, request and delta classes (tests/servers/). Opt-in, in one virtualenv of its
+# own for both servers: CPU torch (the same local wheel as test-exports; vLLM 0.33.0
+# asks for 2.14.0, but the modules the tests import run on 2.13.0), each server and
+# xgrammar installed --no-deps (no CUDA kernels, no flashinfer, no CUDA torch), with
+# only what their parser and protocol modules import, found by importing them until
+# nothing was missing. Where both import a package it has one pin, a version both
+# import with: openai 3.54.0 (SGLang 0.5.23's protocol imports with it as with 2.8.0),
+# apache-tvm-ffi 0.1.15.post2 and xgrammar 0.2.8 (vLLM's pins; SGLang's StructuralTag
+# is there too), triton 3.9.0 (sglang.srt.utils imports it at top level; never run).
 SERVERS_VENV  := .venv-servers
 SERVERS_PY    := $(SERVERS_VENV)/bin/python
 SERVERS_STAMP := $(SERVERS_VENV)/.installed
-# What vLLM's tool_parsers, reasoning, parser and chat_completion modules import.
-VLLM_IMPORTS := 'openai==3.54.0' 'cbor2==6.3.0' 'psutil==7.2.2' 'pyzmq==27.3.0' \
-	'aiohttp==3.14.5' 'openai-harmony==0.0.8' 'fastapi==0.165.0' 'pillow==13.0.0' \
-	'pybase64==1.5.1' 'cachetools==8.0.1' 'prometheus-client==0.26.0' 'msgspec==0.22.0' \
-	'cloudpickle==3.1.2' 'uvloop==0.23.0' 'py-cpuinfo==9.0.0' \
-	'partial-json-parser==0.2.1.1.post7' 'apache-tvm-ffi==0.1.15.post2' 'numpy==2.4.6' \
-	'pydantic==2.14.3'
-# SGLang: its package and what its detectors import go here.
-SGLANG_IMPORTS :=
-SGLANG_NO_DEPS :=
+# What both servers' parser modules import.
+SERVERS_IMPORTS := 'torch==2.13.0+cpu' 'triton==3.9.0' 'openai==3.54.0' \
+	'apache-tvm-ffi==0.1.15.post2' 'numpy==2.4.6' 'pydantic==2.14.3' 'msgspec==0.22.0' \
+	'psutil==7.2.2' 'pybase64==1.5.1' 'pillow==13.0.0' 'pyzmq==27.3.0' 'aiohttp==3.14.5' \
+	'partial-json-parser==0.2.1.1.post7'
+# What only vLLM's tool_parsers, reasoning, parser and chat_completion modules import.
+VLLM_IMPORTS := 'cbor2==6.3.0' 'openai-harmony==0.0.8' 'fastapi==0.165.0' \
+	'cachetools==8.0.1' 'prometheus-client==0.26.0' 'cloudpickle==3.1.2' \
+	'uvloop==0.23.0' 'py-cpuinfo==9.0.0'
+# What only SGLang's function_call, parser and openai protocol modules import.
+SGLANG_IMPORTS := 'orjson==3.13.0' 'starlette==1.10.0' 'ipython==9.18.1'
+SERVERS_NO_DEPS := 'vllm==0.33.0' 'sglang==0.5.23' 'xgrammar==0.2.8'
 
 $(SERVERS_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(SERVERS_VENV)
 	$(SERVERS_PY) -m pip install --quiet --upgrade pip
-	$(SERVERS_PY) -m pip install --quiet -e '.[test]' 'torch==2.13.0+cpu' \
-	    $(VLLM_IMPORTS) $(SGLANG_IMPORTS)
-	$(SERVERS_PY) -m pip install --quiet --no-deps 'vllm==0.33.0' 'xgrammar==0.2.8' \
-	    $(SGLANG_NO_DEPS)
+	$(SERVERS_PY) -m pip install --quiet -e '.[test]' \
+	    $(SERVERS_IMPORTS) $(VLLM_IMPORTS) $(SGLANG_IMPORTS)
+	$(SERVERS_PY) -m pip install --quiet --no-deps $(SERVERS_NO_DEPS)
 	touch $(SERVERS_STAMP)
 
 test-servers: templates $(SERVERS_STAMP)

@@ -370,9 +370,11 @@ def _plugin(args) -> int:
     slug = slugify(os.path.splitext(os.path.basename(args.spec))[0])
     fmt = model.build(spec, slug=slug, origin=args.spec)
     source = module_codegen.generate(fmt).module
+    # ValueError: a name the server's flags cannot take, or a format the server needs
+    # no plugin for (SGLang: neither tool calls nor reasoning).
     try:
         text = emitter.text(fmt, source, args.name or slug)
-    except ValueError as error:  # a name the server's flags cannot take
+    except ValueError as error:
         raise UsageError(str(error)) from None
     try:
         with open(args.output, "w", encoding="utf-8") as handle:

@@ -456,7 +456,7 @@ def test_analyze_a_tokenizer_config_with_a_template_string(tmp_path, capsys, ref
 
 def test_analyze_a_named_template_of_a_tokenizer_config(tmp_path, capsys, reference):
     model = tmp_path / "m"
-    config = {
+    config: dict = {
         "chat_template": [
             {"name": "default", "template": corpus_text(QWEN)},
             {"name": "reasoning", "template": corpus_text(MINISTRAL)},
@@ -664,7 +664,12 @@ def spy_on_generate(monkeypatch) -> list:
 
     calls: list = []
     real = module_codegen.generate
-    monkeypatch.setattr(module_codegen, "generate", lambda fmt: calls.append(fmt) or real(fmt))
+
+    def spy(fmt):
+        calls.append(fmt)
+        return real(fmt)
+
+    monkeypatch.setattr(module_codegen, "generate", spy)
     return calls
 
 
@@ -703,7 +708,9 @@ def test_parse_compiles_the_spec_when_the_built_module_will_not_do(tree, capsys,
     spec = specs.load(QWEN_SPEC)
     spec["compiler_version"] = "0.0.1"
     write(QWEN_SPEC, specs.dump(spec))
-    write(QWEN_PARSER, outputs("qwen_qwen3_0_6b", spec)["qwen_qwen3_0_6b.py"] + MARK)
+    module = outputs("qwen_qwen3_0_6b", spec)["qwen_qwen3_0_6b.py"]
+    assert module is not None
+    write(QWEN_PARSER, module + MARK)
     generated.clear()
     assert parsed(capsys, monkeypatch, text, QWEN_SPEC)[0]["reasoning_content"] == "hm"
     assert len(generated) == 1
@@ -943,7 +950,11 @@ def test_plugin_writes_one_file_with_the_module_and_no_compiler_import(capsys, t
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
     assert imported <= {"__future__", "json", "sys", "threading", "types", "uuid", "collections", "vllm"}
-    names = {n.targets[0].id: n.value for n in tree.body if isinstance(n, ast.Assign)}
+    names = {
+        n.targets[0].id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+    }
     assert ast.literal_eval(names["NAME"]) == "q3"
     assert ast.literal_eval(names["MODULE_SOURCE"]) == read("generated/qwen_qwen3_0_6b.py")
 
@@ -967,3 +978,16 @@ def test_plugin_name_the_flags_cannot_take_is_refused(capsys, tmp_path):
     )
     assert code == 2
     assert_one_line_error(err, "two words")
+
+
+def test_plugin_for_a_format_with_neither_calls_nor_reasoning_is_refused_by_sglang(
+    capsys, tmp_path
+):
+    # Gemma 2's template writes no tool calls and no reasoning block: SGLang would
+    # have no detector to register, so the command says why and writes nothing.
+    out = tmp_path / "p.py"
+    code, _, err = run(capsys, "plugin", "sglang", "specs/google_gemma_2_2b_it.yaml", "-o", str(out))
+    assert code == 2
+    assert_one_line_error(err, "google_gemma_2_2b_it", "neither tool calls nor reasoning")
+    assert not out.exists()
+

@@ -10,64 +10,42 @@ tests.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from .. import model
+from .plugin_file import check_name, docstring, fill, literal, read_template
 
 TEMPLATE = Path(__file__).with_name("plugin_sglang_template.py")
 
-# A name SGLang's parser flags take: no spaces or quotes.
-_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
-
-def _literal(text: str) -> str:
-    """``text`` as a Python string literal that reads as the text where it can: a raw
-    triple-quoted string, else (it holds the quotes, a carriage return, or ends in a
-    backslash) repr."""
-    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
-        return "r'''" + text + "'''"
-    return repr(text)
-
-
-def _fill(template: str, assignment: str, value: str) -> str:
-    """The template with the one line that starts with ``assignment`` and is marked
-    ``# filled in`` given ``value``."""
-    pattern = re.compile(r"^" + re.escape(assignment) + r" = .*# filled in.*$", re.M)
-    if len(pattern.findall(template)) != 1:
-        raise RuntimeError(f"plugin template: no single line to fill for {assignment}")
-    return pattern.sub(lambda _: f"{assignment} = {value}", template, count=1)
-
-
-def _docstring(fmt: model.Format, name: str, has_calls: bool, how: str) -> str:
+def _docstring(fmt: model.Format, name: str, has_calls: bool, how_it_reads: str) -> str:
     flags = []
     if has_calls:
         flags.append(f"--tool-call-parser {name}")
     if fmt.reasoning.has_block:
         flags.append(f"--reasoning-parser {name}")
-    lines = [
-        f"SGLang detectors for {fmt.slug}, registered as {name!r}.",
-        "",
-        "Written by `python -m compiler plugin sglang`; do not edit (rebuild it from",
-        "the spec). It imports the standard library and SGLang only.",
-        "",
-        *fmt.describe(),
-        "",
-        "Serve with (this file is the launcher; `serve` takes `sglang serve`'s flags):",
-        "",
-        "    python THIS_FILE serve --model-path MODEL " + " ".join(flags),
-        "",
-        how.strip(),
-    ]
-    text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    return '"""' + text + '\n"""\n'
+    return docstring(
+        [
+            f"SGLang detectors for {fmt.slug}, registered as {name!r}.",
+            "",
+            "Written by `python -m compiler plugin sglang`; do not edit (rebuild it from",
+            "the spec). It imports the standard library and SGLang only.",
+            "",
+            *fmt.describe(),
+            "",
+            "Serve with (this file is the launcher; `serve` takes `sglang serve`'s flags):",
+            "",
+            "    python THIS_FILE serve --model-path MODEL " + " ".join(flags),
+            "",
+            how_it_reads.strip(),
+        ]
+    )
 
 
 def text(fmt: model.Format, module_source: str, name: str) -> str:
     """The plugin file for ``fmt``, whose generated module is ``module_source``,
     registered with SGLang under ``name``."""
-    if not _NAME.fullmatch(name):
-        raise ValueError(f"plugin name {name!r}: use letters, digits, '_', '-' or '.'")
+    check_name(name)
     has_calls = fmt.calls is not None
     reasoning = fmt.reasoning
     if not has_calls and not reasoning.has_block:
@@ -75,16 +53,11 @@ def text(fmt: model.Format, module_source: str, name: str) -> str:
             f"{fmt.slug}: the format has neither tool calls nor reasoning; "
             "SGLang needs no detector for it"
         )
-    template = TEMPLATE.read_text(encoding="utf-8")
-    # The template's docstring says what the template is; the plugin's says what
-    # the plugin is, keeping the template's account of how it reads.
-    end = template.index('"""', 3) + 3
-    how = template[: end - 3].split("How it reads:", 1)[1]
-    body = template[end:].lstrip("\n")
+    how_it_reads, body = read_template(TEMPLATE)
     starts = reasoning.starts if reasoning.has_block else ()
-    body = _fill(body, "NAME", repr(name))
-    body = _fill(body, "REASONING_START", repr(starts[0] if starts else ""))
-    body = _fill(body, "REASONING_END", repr(reasoning.end if reasoning.has_block else ""))
-    body = _fill(body, "HAS_CALLS", repr(has_calls))
-    body = _fill(body, "MODULE_SOURCE", _literal(module_source))
-    return _docstring(fmt, name, has_calls, "How it reads:" + how) + "\n" + body
+    body = fill(body, "NAME", repr(name))
+    body = fill(body, "REASONING_START", repr(starts[0] if starts else ""))
+    body = fill(body, "REASONING_END", repr(reasoning.end if reasoning.has_block else ""))
+    body = fill(body, "HAS_CALLS", repr(has_calls))
+    body = fill(body, "MODULE_SOURCE", literal(module_source))
+    return _docstring(fmt, name, has_calls, how_it_reads) + "\n" + body

@@ -1,6 +1,6 @@
 """The SGLang plugin (``python -m compiler plugin sglang``) inside SGLang's own parsers.
 
-Opt-in (``make test-servers``, in ``.venv-servers``: tests/servers/SGLANG_INSTALL.txt);
+Opt-in (``make test-servers``, in ``.venv-servers`` with vLLM: see the Makefile);
 skipped where SGLang is not installed. Each format's plugin file is written from its
 spec, imported as SGLang's operator would (it registers itself under the slug), and
 driven through SGLang's real ``ReasoningParser`` and ``FunctionCallParser`` with
@@ -275,7 +275,7 @@ def test_an_abandoned_call_gets_no_more_items(slug):
     module = rt.module(slug)
     trigger = module.TRIGGERS[0] if module.TRIGGERS else {}
     start = case.text.find(trigger["value"]) if case and trigger.get("type") == 1 else -1
-    if start < 0 or "Tokyo" not in case.text[start:]:
+    if case is None or start < 0 or "Tokyo" not in case.text[start:]:
         pytest.skip("no literal trigger before the call's arguments")
     broken = case.text[: case.text.index("Tokyo", start) + 3] + " - no, that was wrong.\n"
     text = case.text[:start] + broken[start:] + case.text[start:]
@@ -289,7 +289,9 @@ def test_an_abandoned_call_gets_no_more_items(slug):
 
 
 def test_registered_where_sglang_takes_parser_names():
-    from sglang.srt import server_args
+    from sglang.srt import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        server_args,
+    )
 
     slug = next(s for s in SLUGS if _has_calls(s) and _has_reasoning(s))
     assert slug in server_args._tool_call_parser_choices()
@@ -312,7 +314,7 @@ def test_structural_tag_is_the_modules(choice):
 
 
 def _imports(source: str) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)

@@ -132,7 +132,9 @@ def streamed(cls, case, request, chunks: list[str]) -> dict:
     """The message a client merges from the deltas vLLM streams for ``chunks``."""
     parser = new_parser(cls, case)
     processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=cls)
-    content, reasoning, calls = [], [], {}
+    content: list = []
+    reasoning: list = []
+    calls: dict = {}
     for number, chunk in enumerate(chunks):
         last = number == len(chunks) - 1
         step = processor.step(chunk, [1], "stop" if last else None, [] if number == 0 else None)
@@ -340,8 +342,9 @@ def _imports(tree: ast.AST) -> set[str]:
 
 def _embedded(tree: ast.Module) -> str:
     for node in tree.body:
-        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["MODULE_SOURCE"]:
-            assert isinstance(node.value, ast.Constant)
+        targets = [getattr(target, "id", None) for target in getattr(node, "targets", ())]
+        if isinstance(node, ast.Assign) and targets == ["MODULE_SOURCE"]:
+            assert isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
             return node.value.value
     raise AssertionError("no MODULE_SOURCE")
 
