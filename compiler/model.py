@@ -507,14 +507,7 @@ class Format:
         and no marker closes it, so the separator written between units is what
         ends it and the calls follow (a turn writes content, then calls). Where this
         holds a separator after the content may start calls."""
-        calls = self.calls
-        return (
-            calls is not None
-            and calls.bare
-            and bool(calls.separator.strip())
-            and self.content.always_wrapped
-            and not self.content.end
-        )
+        return content_as_unit(self.content, self.calls)
 
     @property
     def fallback(self) -> bool:
@@ -591,6 +584,23 @@ def _tokens(section: dict | None) -> Tokens | None:
             (token["text"], token["id"]) for token in section["markers"] if token["id"] is not None
         ),
     )
+
+
+def content_as_unit(content: Content, calls: Calls | None) -> bool:
+    """``Format.content_as_unit`` of a format's content and calls (the analysis asks
+    it before the rest of the spec exists, for the triggers)."""
+    return (
+        calls is not None
+        and calls.bare
+        and bool(calls.separator.strip())
+        and content.always_wrapped
+        and not content.end
+    )
+
+
+def content_model(content_section: dict[str, Any], origin: str) -> Content:
+    """The model of a spec's ``content`` section alone (see ``calls_model``)."""
+    return _content(content_section, _Where(origin))
 
 
 def calls_model(tools_section: dict[str, Any], origin: str) -> Calls | None:

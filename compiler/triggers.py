@@ -14,7 +14,8 @@ which keeps them out of content.
 
 A shape is a list of segments: ``("ws",)`` any run of whitespace, ``("text", s)``
 exactly ``s``, ``("class", negated, chars, repeated)`` one (or with ``repeated`` one
-or more) characters of a class, ``GROUP`` where the pattern's group opens.
+or more) characters of a class, ``GROUP`` where the pattern's group opens, ``FEW``
+the fewest characters that let the rest match.
 
 Patterns use only the regular-expression syntax that ECMAScript (llama.cpp's
 ``std::regex``) and Python's ``re`` read alike: escaped literals, classes, ``*``, ``+``
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .model import Calls
 
 GROUP = ("group",)
+FEW = ("few",)
 
 
 def hole_segment(hole: str, after: str) -> tuple:
@@ -94,9 +96,24 @@ def whole_output_shape(calls: Calls | None) -> list | None:
     return shape
 
 
-def triggers(calls: Calls | None, other_markers) -> list[dict]:
+def content_unit_shape(calls: Calls | None, opener: str) -> list | None:
+    """What an output starts with whose content, a unit of the turn opened by
+    ``opener``, calls follow (model.Format.content_as_unit): the opener, the content
+    (the fewest characters), the call separator, then a call's shape; the group opens
+    after the separator, where the calls' grammar takes over. None where no call
+    shape is known or the separator is only whitespace."""
+    shape = whole_output_shape(calls)
+    if shape is None or calls is None or not opener.strip() or not calls.separator.strip():
+        return None
+    head = [("ws",), ("text", opener.strip()), FEW, ("text", calls.separator.strip()), GROUP]
+    return head + [segment for segment in shape if segment != GROUP]
+
+
+def triggers(calls: Calls | None, other_markers, unit_opener: str = "") -> list[dict]:
     """The spec's ``grammar.triggers`` for a format's calls (None: it has none);
-    ``other_markers``: the format's reasoning, content and end-of-turn markers."""
+    ``other_markers``: the format's reasoning, content and end-of-turn markers;
+    ``unit_opener``: the content's opener where the content is a unit of the turn
+    (model.Format.content_as_unit), else ""."""
     if calls is None:
         return []
     marker = calls.trigger
@@ -109,7 +126,11 @@ def triggers(calls: Calls | None, other_markers) -> list[dict]:
     shape = whole_output_shape(calls)
     if shape is None:
         return []
-    return [{"type": "pattern_full", "value": regex(shape) + "[\\s\\S]*)"}]
+    found = [{"type": "pattern_full", "value": regex(shape) + "[\\s\\S]*)"}]
+    unit = content_unit_shape(calls, unit_opener) if unit_opener else None
+    if unit is not None:
+        found.append({"type": "pattern_full", "value": regex(unit) + "[\\s\\S]*)"})
+    return found
 
 
 # -- regular expressions --------------------------------------------------------------
@@ -140,6 +161,8 @@ def regex(shape: list) -> str:
             out.append("[ \\t\\n\\r]*")
         elif segment[0] == "group":
             out.append("(")
+        elif segment[0] == "few":
+            out.append("[\\s\\S]*?")
         elif segment[0] == "text":
             out.append(regex_literal(segment[1]))
         else:

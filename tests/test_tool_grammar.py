@@ -29,13 +29,7 @@ from tests.test_roundtrip import KNOWN_FAILURES
 
 # Rendered texts the grammars reject for a reason outside them, with why. Strict: a
 # case that starts passing must leave this list.
-KNOWN_REJECTIONS: set[tuple[str, str]] = {
-    # The readers take the separator after content that is a unit of the turn as the
-    # start of calls (model.Format.content_as_unit); the grammars and triggers do not
-    # yet: no trigger fires after the content, and tool_choice="required" admits
-    # calls only where the output starts.
-    ("meetkai_functionary_medium_v3_2", "content_then_tool_call"),
-}
+KNOWN_REJECTIONS: set[tuple[str, str]] = set()
 
 ACCEPT_TARGET = 0.98
 REJECT_TARGET = 0.90
@@ -312,6 +306,37 @@ def test_trigger_in_content_needs_a_call(slug):
     assert not accepts(grammar, broken, slug), broken
     if case is not None and (slug, case.kind.name) not in KNOWN_FAILURES | KNOWN_REJECTIONS:
         assert accepts(module.grammar(tools=case.tools), case.text, slug)
+
+
+UNIT_CONTENT = [slug for slug in tool_slugs() if format_of(slug).content_as_unit]
+
+
+@pytest.mark.parametrize("slug", UNIT_CONTENT)
+def test_calls_after_content_that_is_a_unit(slug):
+    """Where the content is a unit of the turn (model.Format.content_as_unit), the call
+    separator after it starts calls: a trigger fires just after it, and the grammars
+    take content then calls for tool_choice "auto" and "required" (not "none"), and
+    refuse the separator in content when no call follows it."""
+    module = rt.module(slug)
+    calls = format_of(slug).calls
+    assert calls is not None
+    plain = rt.make_case(slug, rt.CONTENT_KINDS[0])
+    one = rt.make_case(slug, rt.TOOL_KINDS[0])
+    if plain is None or one is None:
+        pytest.skip("no content or one-call case")
+    separator = calls.separator.strip()
+    call = one.text.strip()
+    text = plain.text + separator + call
+    assert trigger_start(module.TRIGGERS, text) == len(plain.text) + len(separator)
+    parsed = module.parse(text, tools=one.tools)
+    assert parsed["tool_calls"] and parsed["content"] == module.parse(plain.text)["content"]
+    for choice, verdict in (("auto", True), ("required", True), ("none", False)):
+        grammar = module.grammar(tools=one.tools, tool_choice=choice)
+        assert accepts(grammar, text, slug) == verdict, (choice, text)
+    stray = plain.text + separator + " more text"
+    assert module.parse(stray)["tool_calls"] == []
+    assert trigger_start(module.TRIGGERS, stray) is None
+    assert not accepts(module.grammar(tools=one.tools), stray, slug)
 
 
 @pytest.mark.parametrize("slug", tool_slugs())

@@ -62,6 +62,9 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     # The word that opens the calls, or where another marker holds it (or nothing marks
     # a call) a pattern over the spec's call shape (compiler/triggers.py).
     other_markers = [reasoning.start, reasoning.end, content.start, content.end, *end_of_turn]
+    calls = model.calls_model(tools_section, template.path)
+    # Where the content is a unit of the turn, calls may also follow it.
+    unit = model.content_as_unit(model.content_model(content.section(), template.path), calls)
     body = {
         "capabilities": caps.as_dict(),
         "reasoning": reasoning.section(),
@@ -70,7 +73,7 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
         "grammar": {
             "triggers": triggers.triggers(
-                model.calls_model(tools_section, template.path), other_markers
+                calls, other_markers, (content.start or "") if unit else ""
             ),
             "preserved_tokens": preserved,
         },

@@ -569,8 +569,14 @@ class _Grammar:
         # How the tools' schemas reach the arguments (TOOL_ARGUMENTS, TOOL_UNIT, ...:
         # compiler/runtime/format.py), filled in as the call is built.
         self.hooks: dict = {}
-        # The marker that opens the calls ("" where none does or there are no calls).
+        # The marker that opens the calls ("" where none does or there are no calls),
+        # which free text holds only where calls follow it. Where the content is a unit
+        # of the turn (model.Format.content_as_unit), the call separator after it
+        # starts the calls: that is the word.
         self.word = fmt.calls.trigger if fmt.calls is not None else ""
+        if fmt.content_as_unit:
+            assert fmt.calls is not None
+            self.word = fmt.calls.separator.strip()
         self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*", SPACE_RULE: SPACE}
         # The end of an output: whitespace, possibly an end-of-turn marker.
         stops = [literal(stop) for stop in fmt.stop]
@@ -921,6 +927,9 @@ class _Grammar:
         }[variant]
         if calls.opener:
             lead = _join([lead, _marker(calls.start)])
+        if variant == "rest" and self.fmt.content_as_unit:
+            # After the separator that ends the content: the first call's start.
+            lead = _join([_trail(calls.separator), _marker(calls.start)])
         pieces = [_Piece(lead)] + self.call_pieces() + [_Piece(*self.more_calls())]
         return self.add(name, self.sequence(name, pieces)[0])
 
@@ -1094,7 +1103,8 @@ def build_tool_calls(
     grammar = _Grammar(fmt, "auto", parallel_tool_calls)
     if not grammar.has_calls or choice == "none":
         return None
-    calls = grammar.calls("root" if grammar.word else "full")
+    assert fmt.calls is not None
+    calls = grammar.calls("root" if fmt.calls.trigger else "full")
     return with_tool_names(grammar.text(calls), fmt, tools if name is None else [{"name": name}])
 
 

@@ -138,6 +138,12 @@ class _Lark:
         self.head = ""
         if self.calls is not None and self.calls.trigger:
             self.head = self.pieces(self.calls.trigger)[0][0]
+        if fmt.content_as_unit:
+            # The content is a unit of the turn: the call separator after it starts
+            # the calls (model.Format.content_as_unit), so it is what content holds
+            # only where calls follow it.
+            assert self.calls is not None
+            self.head = self.pieces(self.calls.separator)[0][0]
         stops = [rx(stop) for stop in dict.fromkeys(fmt.stop) if stop]
         end = f"{WS}(?:{_any_of(stops)}{WS})?" if stops else WS
         self.add("END", f"/{end}/")
@@ -443,7 +449,11 @@ class _Lark:
         # content's and the reasoning's, and lose where they run on past it).
         self.out["lead-full"] = full
         self.add("calls_full", "call_full calls_tail")
-        if self.head:
+        if self.fmt.content_as_unit:
+            # After the separator's first piece, which ends the content's lexeme.
+            self.out["lead-rest"] = self.marker(calls.separator, skip=1) + self.marker(calls.start)
+            self.add("calls_rest", "call_rest calls_tail")
+        elif self.head:
             self.out["lead-rest"] = self.marker(first, skip=1) + after_opener
             self.add("calls_rest", "call_rest calls_tail")
         self.out["lead-next"] = self.marker(calls.separator) + self.marker(calls.start)

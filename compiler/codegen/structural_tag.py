@@ -31,6 +31,9 @@ What each part means:
   - ``arguments``: None (one JSON value) or how key/value units are written;
   - ``bare``: for a format whose calls no marker opens, the EBNF of the content that
     cannot be a call;
+  - ``unit``: only where the content is a unit of the turn
+    (``Format.content_as_unit``), its opener and the separator after it that starts
+    the calls;
   - ``name_escapes``: how the template writes some characters of a name.
 """
 
@@ -109,7 +112,7 @@ def _calls(fmt: Format) -> dict | None:
         shape = trigger_shapes.whole_output_shape(calls)
         if shape is not None:
             bare = f"root ::= {gbnf._not_starting_with(shape)}\nany ::= {gbnf.ANY_CHAR}*\n"
-    return {
+    found = {
         "triggers": [trigger] if trigger else [],
         "call_trigger": calls.start.strip(),
         "section": section,
@@ -121,6 +124,11 @@ def _calls(fmt: Format) -> dict | None:
         "content_openers": openers,
         "name_escapes": [list(pair) for pair in calls.name_escapes],
     }
+    if fmt.content_as_unit:
+        # The content is a unit of the turn: the call separator after it starts calls
+        # (the runtime reads this only under CONTENT_AS_UNIT).
+        found["unit"] = {"opener": content.start, "separator": calls.separator.strip()}
+    return found
 
 
 def _variants(calls: Calls, start: str, stops: tuple[str, ...]) -> list[list]:

@@ -8,6 +8,8 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 
 from __future__ import annotations
 
+from .format import CONTENT_AS_UNIT
+
 # The format's parts; neutral here (no reasoning, no calls).
 _STRUCTURAL_TAG: dict = {"reasoning": {"on": None, "off": None}, "calls": None}
 
@@ -141,6 +143,14 @@ def _body(calls, functions, required, parallel):
         content = (
             {"type": "grammar", "grammar": calls["bare"]} if calls["bare"] else _any()
         )
+        if CONTENT_AS_UNIT:
+            # The content opens with its own marker, and the call separator after it
+            # starts calls (model.Format.content_as_unit): content holds the
+            # separator only where calls follow it.
+            unit = calls["unit"]
+            content = _sequence(
+                [_SPACE, _const(unit["opener"]), _any([unit["separator"]])]
+            )
         if not functions:
             return content
         listed = {
@@ -150,6 +160,10 @@ def _body(calls, functions, required, parallel):
             "at_least_one": True,
             "stop_after_first": not parallel,
         }
+        if CONTENT_AS_UNIT:
+            head = _tag(unit["opener"], _any(), unit["separator"])
+            after = _sequence([_SPACE, head, _SPACE, listed])
+            return _one_of([after, listed] if required else [content, after, listed])
         return listed if required else _one_of([content, listed])
     if not functions:
         return text

@@ -28,6 +28,8 @@ import json
 import pytest
 
 from tests import roundtrip as rt
+from tests.fallback_outputs import TOOLS as FALLBACK_TOOLS
+from tests.fallback_outputs import broken, fallback_slugs, format_of, outputs
 from tests.test_roundtrip import KNOWN_FAILURES
 
 xgr = pytest.importorskip("xgrammar")
@@ -80,7 +82,8 @@ def _tag(slug, tools, **settings):
 
 
 def _has_calls(slug: str) -> bool:
-    return rt.load_spec(slug)["tools"]["format"] != "none"
+    """Whether the module reads calls: the template's own, or our fallback format."""
+    return format_of(slug).has_calls
 
 
 SLUGS = rt.slugs()
@@ -305,3 +308,36 @@ def test_acceptance_figure():
     slugs = sum(1 for slug in SLUGS if any(_case(slug, k.name) for k in rt.ALL_KINDS))
     print(f"\nstructural tags: {accepted}/{total} round-trip texts accepted ({slugs} formats)")
     assert accepted == total
+
+
+# --- formats that read calls in our fallback format -----------------------------------
+
+
+@pytest.mark.parametrize("slug", fallback_slugs())
+def test_fallback_calls(slug):
+    """Where the template writes no calls and the module reads our fallback format
+    (tests/fallback_outputs.py): the hand-written calls are accepted, a broken closing
+    marker is not, and the tool_choice settings hold."""
+    found = outputs(slug)
+    assert set(found) == {"one_call", "content_then_call", "two_calls"}, found
+    plain = _case(slug, "content")
+    texts = {name: output.text for name, output in found.items()}
+    if plain is not None:
+        texts["plain"] = plain.text
+    settings = [
+        ({}, set(texts)),
+        ({"tool_choice": "required"}, {"one_call", "content_then_call", "two_calls"}),
+        ({"tool_choice": "none"}, {"plain"}),
+        ({"tool_choice": _named("get_time")}, set()),
+        ({"tool_choice": _named("get_weather")}, {"one_call", "content_then_call"}),
+        ({"parallel_tool_calls": False}, {"one_call", "content_then_call", "plain"}),
+    ]
+    wrong = []
+    for settings_, accepted_names in settings:
+        tag = _tag(slug, FALLBACK_TOOLS, **settings_)
+        for name, text in texts.items():
+            if accepts(tag, text) != (name in accepted_names):
+                wrong.append((settings_, name, text))
+    tag = _tag(slug, FALLBACK_TOOLS)
+    wrong += [("broken", o.name, broken(o)) for o in found.values() if accepts(tag, broken(o))]
+    assert not wrong, wrong

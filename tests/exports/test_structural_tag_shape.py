@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests import roundtrip as rt
+from tests.fallback_outputs import fallback_slugs, format_of, without_fallback
 
 TOOLS = [rt.TOOLS[name] for name in ("get_weather", "get_time", "run_code")]
 NAMED = {"type": "function", "function": {"name": "get_time"}}
@@ -24,7 +25,8 @@ SLUGS = rt.slugs()
 
 
 def _has_calls(slug: str) -> bool:
-    return rt.module(slug).SPEC["tools"]["format"] != "none"
+    """Whether the module reads calls: the template's own, or our fallback format."""
+    return format_of(slug).has_calls
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -52,6 +54,14 @@ def test_refuses_what_it_cannot_honour(slug):
     if not _has_calls(slug):
         with pytest.raises(ValueError):
             module.structural_tag(TOOLS, tool_choice="required")
+
+
+def test_a_format_without_calls_refuses_a_required_one():
+    # (every corpus format reads calls, the template's or our fallback ones)
+    module = without_fallback(fallback_slugs()[0])
+    with pytest.raises(ValueError):
+        module.structural_tag(TOOLS, tool_choice="required")
+    assert module.structural_tag(TOOLS, tool_choice="none") == module.structural_tag(TOOLS)
 
 
 @pytest.mark.parametrize("slug", [slug for slug in SLUGS if _has_calls(slug)])
