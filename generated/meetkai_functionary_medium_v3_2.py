@@ -49,7 +49,11 @@ TRIGGERS: list[dict] = [
     {
         "type": 3,
         "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
-    }
+    },
+    {
+        "type": 3,
+        "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t\\n\\r]*[\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+    },
 ]
 PRESERVED_TOKENS: list[str] = ["all", "<|eot_id|>"]
 TOKEN_IDS: dict[str, int] = {}
@@ -2158,6 +2162,11 @@ def _body(calls, functions, required, parallel):
         content = (
             {"type": "grammar", "grammar": calls["bare"]} if calls["bare"] else _any()
         )
+        # The content opens with its own marker, and the call separator after it
+        # starts calls (model.Format.content_as_unit): content holds the
+        # separator only where calls follow it.
+        unit = calls["unit"]
+        content = _sequence([_SPACE, _const(unit["opener"]), _any([unit["separator"]])])
         if not functions:
             return content
         listed = {
@@ -2167,7 +2176,9 @@ def _body(calls, functions, required, parallel):
             "at_least_one": True,
             "stop_after_first": not parallel,
         }
-        return listed if required else _one_of([content, listed])
+        head = _tag(unit["opener"], _any(), unit["separator"])
+        after = _sequence([_SPACE, head, _SPACE, listed])
+        return _one_of([after, listed] if required else [content, after, listed])
     if not functions:
         return text
     tags = _call_tags(calls, functions)
@@ -2764,7 +2775,11 @@ SPEC = {
             {
                 "type": "pattern_full",
                 "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
-            }
+            },
+            {
+                "type": "pattern_full",
+                "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t\\n\\r]*[\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+            },
         ],
         "preserved_tokens": ["all", "<|eot_id|>"],
     },
@@ -2788,9 +2803,13 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "any ::= [^\\x00]*\n"
     'end ::= ws ( "<|eot_id|>" ws )?\n'
-    'content-open-any ::= ws "all" any end\n'
+    'content-body ::= content-body-0-0* ( ">" ( ">" )? )?\n'
+    'content-trig ::= content-body-0-0* ">>>"\n'
+    'content-body-0-0 ::= [^>] | ">" content-body-1-0\n'
+    'content-body-1-0 ::= [^>] | ">" [^>]\n'
+    'content-open-body ::= ws "all" content-body end\n'
+    'content-open-trig ::= ws "all" content-trig\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -2813,8 +2832,9 @@ GBNF = (
     'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "{" ws\n'
+    "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
     "calls-full ::= arguments-open-2 tool-arguments calls-more\n"
-    "reply ::= content-open-any | calls-full | end\n"
+    "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
 )
 
 # ... and thinking off.
@@ -2856,18 +2876,22 @@ _GRAMMAR_CHOICES = {
     ("auto", False, True): {
         "calls-more": '( ws "<|eot_id|>" )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
+        "calls-rest-part": "calls-more",
+        "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": "calls-more",
         "calls-full": "arguments-open tool-arguments calls-full-part",
     },
-    ("required", True, True): {"root": "calls-full"},
+    ("required", True, True): {"reply": "content-open-trig calls-rest | calls-full"},
     ("required", False, True): {
-        "root": "calls-full",
         "calls-more": '( ws "<|eot_id|>" )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
+        "calls-rest-part": "calls-more",
+        "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": "calls-more",
         "calls-full": "arguments-open tool-arguments calls-full-part",
+        "reply": "content-open-trig calls-rest | calls-full",
     },
-    ("none", True, True): {"reply": "content-open-any | end"},
+    ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, None): {
         "calls-more": '( ws "<|eot_id|>" )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
@@ -2892,6 +2916,7 @@ _STRUCTURAL_TAG: dict = {
         "bare": 'root ::= [\\t\\n\\r ]* ( [^\\t\\n\\r \\x2D.0-:A-Z_a-z] any | [\\x2D.0-:A-Z_a-z] [\\x2D.0-:A-Z_a-z]* ( [^\\n\\x2D.0-:A-Z_a-z] any | "\\n" [\\t\\n\\r ]* ( [^\\t\\n\\r {] any )? )? )?\nany ::= [^\\x00]*\n',
         "content_openers": [],
         "name_escapes": [],
+        "unit": {"opener": "all", "separator": ">>>"},
     },
 }
 
@@ -2902,18 +2927,21 @@ _LARK = {
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
-        "CONTENT_OPEN: /\\s*all(?s:.*)/\n"
+        "CONTENT_OPEN: /\\s*all(?s:.*)/ & ~/\\s*all(?s:.*)>>>(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /\\s*all(?s:.*)>>>/ & ~/\\s*all(?s:.*)>>>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
+        "calls_rest: call_rest calls_tail\n"
         "calls_more: /(?:\\s*<\\|eot_id\\|>)*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
-    "auto": "reply: CONTENT_OPEN | calls_full | END\n",
-    "required": "reply: calls_full\n",
+    "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
+    "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*/ %%ARGS%%\n",
     "lead-full": "",
+    "lead-rest": "",
     "lead-next": "\\s*>>>",
     "arguments": "json",
     "name": "[\\-\\.0-:A-Z_a-z]+",
