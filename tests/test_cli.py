@@ -983,10 +983,17 @@ def test_plugin_name_the_flags_cannot_take_is_refused(capsys, tmp_path):
 def test_plugin_for_a_format_with_neither_calls_nor_reasoning_is_refused_by_sglang(
     capsys, tmp_path
 ):
-    # Gemma 2's template writes no tool calls and no reasoning block: SGLang would
-    # have no detector to register, so the command says why and writes nothing.
+    # Gemma 2's template writes no tool calls and no reasoning block; where nothing
+    # writes calls in our fallback format either (no tool definitions or past calls
+    # written into the prompt), SGLang would have no detector to register, so the
+    # command says why and writes nothing.
+    with open("specs/google_gemma_2_2b_it.yaml", encoding="utf-8") as handle:
+        body = yaml.safe_load(handle)
+    body["polyfills"].update(fallback_call=None, tool_definitions=False, tool_calls=False)
+    spec = tmp_path / "google_gemma_2_2b_it.yaml"
+    spec.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
     out = tmp_path / "p.py"
-    code, _, err = run(capsys, "plugin", "sglang", "specs/google_gemma_2_2b_it.yaml", "-o", str(out))
+    code, _, err = run(capsys, "plugin", "sglang", str(spec), "-o", str(out))
     assert code == 2
     assert_one_line_error(err, "google_gemma_2_2b_it", "neither tool calls nor reasoning")
     assert not out.exists()
