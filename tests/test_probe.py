@@ -84,3 +84,13 @@ def test_reasoning_content_is_preferred_where_the_template_reads_several_fields(
     both = READS_ALL.replace("[T]{{ m.thought }}", "[T]{{ m.thought }}{{ m.reasoning_content }}")
     both = both.replace("{%- if m.thought %}", "{%- if m.thought or m.reasoning_content %}")
     assert probe(ChatTemplate(both, "both.jinja")).reasoning_field == "reasoning_content"
+
+
+def test_a_template_that_prints_arguments_as_they_come_takes_both_forms():
+    as_given = READS_ALL.replace(
+        "{%- for k, v in c.function.arguments.items() %} {{ k }}={{ v }}{% endfor -%}",
+        " {{ c.function.arguments }}",
+    )
+    assert as_given != READS_ALL
+    caps = probe(ChatTemplate(as_given, "as_given.jinja"))
+    assert caps.string_arguments and caps.object_arguments
