@@ -62,3 +62,11 @@ def test_unclosed_reasoning_is_reasoning(slug):
     parsed = parser.parse(text[:cut], enable_thinking=thinking)
     assert parsed["reasoning_content"] == THINK
     assert parsed["content"] == ""
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_whitespace_around_the_answer_is_not_part_of_it(slug):
+    """The blank lines and spaces a model writes around its text are dropped, whether
+    the format reads that text as the answer or (prompt-opened) as reasoning."""
+    parsed = _parser(slug).parse("\n  The answer is 42.  \n", enable_thinking=False)
+    assert (parsed["content"] or parsed["reasoning_content"]) == "The answer is 42."
