@@ -316,18 +316,24 @@ def _built_module(path: str, slug: str, spec: dict) -> dict | None:
     return namespace
 
 
+def _format_of(path: str):
+    """The typed model of the spec at ``path``, its overrides applied (with a warning
+    where a build has not written them into the spec yet)."""
+    from . import model
+
+    spec = specs.load(path)
+    specs.validate(spec, path)
+    spec, pending = specs.resolve(spec, path)
+    if pending:
+        _log(f"warning: {path}: its overrides are not built into the spec yet; applied")
+    slug = slugify(os.path.splitext(os.path.basename(path))[0])
+    return model.build(spec, slug=slug, origin=path)
+
+
 def _export(args) -> int:
     """Print what the build writes for one export of a spec; exit 1, saying why, where
     the format cannot be said in it."""
-    from . import model
-
-    spec = specs.load(args.spec)
-    specs.validate(spec, args.spec)
-    spec, pending = specs.resolve(spec, args.spec)
-    if pending:
-        _log(f"warning: {args.spec}: its overrides are not built into the spec yet; applied")
-    slug = slugify(os.path.splitext(os.path.basename(args.spec))[0])
-    fmt = model.build(spec, slug=slug, origin=args.spec)
+    fmt = _format_of(args.spec)
     text, why = _EXPORTS[args.kind](fmt)
     if text is None:
         _log(f"{args.spec}: no {args.kind}: {why}")
@@ -350,7 +356,6 @@ PLUGIN_SERVERS = ("vllm", "sglang")
 
 def _plugin(args) -> int:
     """Write one server's plugin file for a spec's format (its generated module in it)."""
-    from . import model
     from .codegen import module as module_codegen
 
     emitter_name = f"{__package__}.codegen.plugin_{args.server}"
@@ -362,18 +367,12 @@ def _plugin(args) -> int:
         raise UsageError(
             f"no {args.server} plugin in this version of the compiler ({emitter_name} is missing)"
         ) from None
-    spec = specs.load(args.spec)
-    specs.validate(spec, args.spec)
-    spec, pending = specs.resolve(spec, args.spec)
-    if pending:
-        _log(f"warning: {args.spec}: its overrides are not built into the spec yet; applied")
-    slug = slugify(os.path.splitext(os.path.basename(args.spec))[0])
-    fmt = model.build(spec, slug=slug, origin=args.spec)
+    fmt = _format_of(args.spec)
     source = module_codegen.generate(fmt).module
     # ValueError: a name the server's flags cannot take, or a format the server needs
     # no plugin for (SGLang: neither tool calls nor reasoning).
     try:
-        text = emitter.text(fmt, source, args.name or slug)
+        text = emitter.text(fmt, source, args.name or fmt.slug)
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
@@ -381,7 +380,7 @@ def _plugin(args) -> int:
             handle.write(text)
     except OSError as error:
         raise UsageError(f"cannot write {args.output}: {error}") from None
-    _log(f"wrote {args.output}: {args.server} plugin {args.name or slug!r} for {args.spec}")
+    _log(f"wrote {args.output}: {args.server} plugin {args.name or fmt.slug!r} for {args.spec}")
     return 0
 
 
