@@ -156,6 +156,22 @@ class JsonCall:
         return tuple(path for path in paths if path)
 
     @property
+    def member_tree(self) -> dict:
+        """The call object's members as a tree, for the grammars: each key maps to the
+        members under it, or, at a leaf, to what it holds ("name", "arguments", or
+        "other" for an id or index the template writes beside them)."""
+        assert self.name is not None and self.arguments is not None
+        tree: dict = {}
+        kinds = [(self.name, "name"), (self.arguments, "arguments")]
+        kinds += [(path, "other") for path in self.members[2:]]
+        for keys, leaf in kinds:
+            node = tree
+            for key in keys[:-1]:
+                node = node.setdefault(key, {})
+            node[keys[-1]] = leaf
+        return tree
+
+    @property
     def flat(self) -> bool:
         """Whether every field is a member of the call object itself (no nesting)."""
         return all(path is None or len(path) == 1 for path in (self.name, self.arguments, self.id))

@@ -855,15 +855,7 @@ class _Grammar:
         if fields.name_is_key:
             head = self.named("call-open", f'{opening} {name} ws ":" ws')
             return f"{head} {arguments} json-close"
-        assert fields.name is not None and fields.arguments is not None
-        shape: dict = {}
-        kinds = [(fields.name, "name"), (fields.arguments, "arguments")]
-        kinds += [(path, "other") for path in fields.members[2:]]
-        for keys, leaf in kinds:
-            node = shape
-            for key in keys[:-1]:
-                node = node.setdefault(key, {})
-            node[keys[-1]] = leaf
+        shape = fields.member_tree
         leaves = {
             "name": (name, True),
             "arguments": (arguments, False),

@@ -312,15 +312,7 @@ class _Lark:
             items = [opening + name + WS + ":" + WS, _Ref("%%ARGS%%"), WS + rx("}") + closing]
             self.add("call_%%I%%", _seq(items), part="call")
             return
-        assert fields.name is not None and fields.arguments is not None
-        shape: dict = {}
-        kinds = [(fields.name, "name"), (fields.arguments, "arguments")]
-        kinds += [(path, "other") for path in fields.members[2:]]
-        for keys, leaf in kinds:
-            node = shape
-            for key in keys[:-1]:
-                node = node.setdefault(key, {})
-            node[keys[-1]] = leaf
+        shape = fields.member_tree
         leaves = {"name": [name], "arguments": [_Ref("%%ARGS%%")],
                   "other": [_Ref(self.values(python))]}  # fmt: skip
         rule = self.json_object("call_%%I%%_o", shape, opening, leaves, quotes)
