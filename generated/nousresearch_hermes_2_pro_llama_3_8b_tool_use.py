@@ -70,9 +70,13 @@ TOOL_ANY_VALUE: str = ""
 
 
 def _skip_space(text, at):
-    while at < len(text) and text[at].isspace():
-        at += 1
+    """Where the whitespace from ``at`` ends (a long run in one C-level match)."""
+    if at < len(text) and text[at].isspace():
+        return _SPACE_RUN(text, at).end()  # type: ignore[union-attr]  # (always matches)
     return at
+
+
+_SPACE_RUN = re.compile(r"\s*").match  # (\s is exactly str.isspace)
 
 
 def _match(text, at, literal):
@@ -367,6 +371,49 @@ class _ValueEnd:
         return size if not depth and not self.quote and self.read else -1
 
 
+class _SchemaTypes:
+    """Function name → argument name → JSON-schema type, from OpenAI tool
+    definitions, read for a name when it is first asked for: a request may define
+    many tools, and an output calls few of them. A definition that is not shaped as
+    one (no mapping where one belongs) types nothing: the caller's mistake must not
+    stop the model's output being read. Where two share a name, the last counts."""
+
+    __slots__ = ("_tools", "_read")
+
+    def __init__(self, tools):
+        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._read: dict = {}
+
+    def get(self, name, default=None):
+        found = self._read.get(name)
+        if found is None:
+            found = self._read[name] = _argument_types(self._tools, name)
+        return default if found is _NO_TOOL else found
+
+
+_NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
+
+
+def _argument_types(tools, name):
+    """Argument name → JSON-schema type of the last tool named ``name``, else
+    ``_NO_TOOL``."""
+    for tool in reversed(tools):
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or function.get("name") != name:
+            continue
+        parameters = function.get("parameters")
+        properties = (
+            parameters.get("properties") if isinstance(parameters, dict) else None
+        )
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return _NO_TOOL
+
+
 # The json module's C scanner: the value at an index and where it ends, or
 # StopIteration where none starts there (raw_decode, less its Python wrapper).
 _SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -449,7 +496,7 @@ def _close(text, at, literal):
     if at < 0:
         return -1
     end = _match(text, at, literal)
-    if end < 0 and not text[at:].strip():
+    if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
     return end
 
@@ -681,7 +728,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
     rest = _strip_stop(text)
-    types: dict = {}
+    types = _SchemaTypes(None)
     reasoning = None
     tool_calls: list = []
     pieces: list = []  # the text after the calls: (the whitespace before, text)
@@ -719,13 +766,20 @@ class _Broken(Exception):
 def _final_stop_apart(text):
     """(``text`` less a final end-of-turn marker, that marker with the whitespace
     after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
+    end = len(text.rstrip())
     for stop in STOP:
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _search_from(search, pending):
+    """Where triggers are looked for in ``pending`` from, once what was before
+    ``search`` was sent or held: no further than its end, since the whitespace
+    ``_hold`` keeps apart can hold no trigger (a trigger is looked for by its first
+    marker, which starts with none). Past the end, a run of whitespace fed a chunk
+    at a time would go through the reader, and read again, with every chunk."""
+    return min(max(0, search), len(pending))
 
 
 def _is_json(text):
@@ -865,7 +919,7 @@ class StreamParser:
         self._maybe_reasoning = (
             []
         )  # text that is reasoning only if a delimiter follows it
-        self._types: dict = {}
+        self._types = _SchemaTypes(None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -1104,7 +1158,7 @@ class StreamParser:
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
-                search = max(0, search - keep)
+                search = _search_from(search - keep, self._pending)
                 opener = 0
             self._run = None if opener or search or self._gap is not None else run
             yield

@@ -82,9 +82,13 @@ PREPARE_REASONING_FIELD: str = "thinking"
 
 
 def _skip_space(text, at):
-    while at < len(text) and text[at].isspace():
-        at += 1
+    """Where the whitespace from ``at`` ends (a long run in one C-level match)."""
+    if at < len(text) and text[at].isspace():
+        return _SPACE_RUN(text, at).end()  # type: ignore[union-attr]  # (always matches)
     return at
+
+
+_SPACE_RUN = re.compile(r"\s*").match  # (\s is exactly str.isspace)
 
 
 def _match(text, at, literal):
@@ -207,23 +211,22 @@ def _loose(literal):
 _LOOSE: dict = {}
 
 
-def _read_to(text, at, literal):
-    """A value written from ``at`` up to the next ``literal``: (where the value
-    ends, less the whitespace the literal starts with; where the literal ends), or
-    None when no literal follows. finding the literal, dropping the whitespace it starts with from the
-    value, and stepping past it, in one step,
-    the value not sliced (it may be long)."""
+def _read_to(text, at, literal, limit=None):
+    """A value written from ``at`` up to the next ``literal`` (whose core ends by
+    ``limit``): (where the value ends, less the whitespace the literal starts with;
+    where the literal ends), or None when no literal follows. The value is not
+    sliced: it may be long."""
     lead, core, trail = _SPLIT.get(literal) or _split(literal)
     if not core:
         return at, _match(text, at, literal)
     if len(core) == 1:
-        end = text.find(core, at)
+        end = text.find(core, at, limit)
     else:
         # text.find(core, at), most often in one memchr for the core's first
         # character (see _find)
-        end = text.find(core[0], at)
-        if end >= 0 and not text.startswith(core, end):
-            end = _find(text, core, end + 1)
+        end = text.find(core[0], at, limit)
+        if end >= 0 and not text.startswith(core, end, limit):
+            end = _find(text, core, end + 1, limit)
     if end < 0:
         return None
     # What _match(text, end, literal) reads where the core is written: the
@@ -272,9 +275,11 @@ def _good_name(name):
 
 
 def _word_end(text, at):
-    """The end of a name written with nothing after it but the next marker."""
+    """The end of a name written with nothing after it but the next marker (read
+    no further than a name _good_name takes can reach)."""
     end = at
-    while end < len(text) and (text[end].isalnum() or text[end] in "_-.:"):
+    stop = min(len(text), at + 257)
+    while end < stop and (text[end].isalnum() or text[end] in "_-.:"):
         end += 1
     return end if end > at else -1
 
@@ -429,7 +434,7 @@ def _close_any(text, at, literals):
         end = _match(text, at, literal)
         if end >= 0:
             return end
-    return len(text) if not text[at:].strip() else -1
+    return len(text) if _skip_space(text, at) == len(text) else -1
 
 
 def _opened_by_prompt(tools, enable_thinking):
@@ -557,6 +562,49 @@ def _load(text, literal):
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
+
+
+class _SchemaTypes:
+    """Function name → argument name → JSON-schema type, from OpenAI tool
+    definitions, read for a name when it is first asked for: a request may define
+    many tools, and an output calls few of them. A definition that is not shaped as
+    one (no mapping where one belongs) types nothing: the caller's mistake must not
+    stop the model's output being read. Where two share a name, the last counts."""
+
+    __slots__ = ("_tools", "_read")
+
+    def __init__(self, tools):
+        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._read: dict = {}
+
+    def get(self, name, default=None):
+        found = self._read.get(name)
+        if found is None:
+            found = self._read[name] = _argument_types(self._tools, name)
+        return default if found is _NO_TOOL else found
+
+
+_NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
+
+
+def _argument_types(tools, name):
+    """Argument name → JSON-schema type of the last tool named ``name``, else
+    ``_NO_TOOL``."""
+    for tool in reversed(tools):
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or function.get("name") != name:
+            continue
+        parameters = function.get("parameters")
+        properties = (
+            parameters.get("properties") if isinstance(parameters, dict) else None
+        )
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            key: (field.get("type") if isinstance(field, dict) else None)
+            for key, field in properties.items()
+        }
+    return _NO_TOOL
 
 
 # The json module's C scanner: the value at an index and where it ends, or
@@ -835,7 +883,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
     rest = _strip_stop(text)
-    types: dict = {}
+    types = _SchemaTypes(None)
     reasoning = None
     opened = _opened_by_prompt(tools, enable_thinking)
     reasoning, rest = _split_reasoning(rest, opened, strict, types)
@@ -875,13 +923,20 @@ class _Broken(Exception):
 def _final_stop_apart(text):
     """(``text`` less a final end-of-turn marker, that marker with the whitespace
     after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
+    end = len(text.rstrip())
     for stop in STOP:
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _search_from(search, pending):
+    """Where triggers are looked for in ``pending`` from, once what was before
+    ``search`` was sent or held: no further than its end, since the whitespace
+    ``_hold`` keeps apart can hold no trigger (a trigger is looked for by its first
+    marker, which starts with none). Past the end, a run of whitespace fed a chunk
+    at a time would go through the reader, and read again, with every chunk."""
+    return min(max(0, search), len(pending))
 
 
 def _is_json(text):
@@ -1017,7 +1072,7 @@ class StreamParser:
         self._maybe_reasoning = (
             []
         )  # text that is reasoning only if a delimiter follows it
-        self._types: dict = {}
+        self._types = _SchemaTypes(None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -1246,7 +1301,7 @@ class StreamParser:
             keep = _settled(pending, (REASONING_END,) + watch)
             self._send("reasoning_content", pending[:keep])
             self._hold(pending[keep:])
-            search = max(0, search - keep)
+            search = _search_from(search - keep, self._pending)
             self._run = None if search else run
             yield
             self._run = None
@@ -1321,7 +1376,7 @@ class StreamParser:
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
-                search = max(0, search - keep)
+                search = _search_from(search - keep, self._pending)
                 opener = 0
             self._run = None if opener or search or self._gap is not None else run
             yield

@@ -89,9 +89,13 @@ TOOL_KEY_CHARS: tuple[bool, str, str] = (
 
 
 def _skip_space(text, at):
-    while at < len(text) and text[at].isspace():
-        at += 1
+    """Where the whitespace from ``at`` ends (a long run in one C-level match)."""
+    if at < len(text) and text[at].isspace():
+        return _SPACE_RUN(text, at).end()  # type: ignore[union-attr]  # (always matches)
     return at
+
+
+_SPACE_RUN = re.compile(r"\s*").match  # (\s is exactly str.isspace)
 
 
 def _match(text, at, literal):
@@ -173,23 +177,22 @@ def _loose(literal):
 _LOOSE: dict = {}
 
 
-def _read_to(text, at, literal):
-    """A value written from ``at`` up to the next ``literal``: (where the value
-    ends, less the whitespace the literal starts with; where the literal ends), or
-    None when no literal follows. finding the literal, dropping the whitespace it starts with from the
-    value, and stepping past it, in one step,
-    the value not sliced (it may be long)."""
+def _read_to(text, at, literal, limit=None):
+    """A value written from ``at`` up to the next ``literal`` (whose core ends by
+    ``limit``): (where the value ends, less the whitespace the literal starts with;
+    where the literal ends), or None when no literal follows. The value is not
+    sliced: it may be long."""
     lead, core, trail = _SPLIT.get(literal) or _split(literal)
     if not core:
         return at, _match(text, at, literal)
     if len(core) == 1:
-        end = text.find(core, at)
+        end = text.find(core, at, limit)
     else:
         # text.find(core, at), most often in one memchr for the core's first
         # character (see _find)
-        end = text.find(core[0], at)
-        if end >= 0 and not text.startswith(core, end):
-            end = _find(text, core, end + 1)
+        end = text.find(core[0], at, limit)
+        if end >= 0 and not text.startswith(core, end, limit):
+            end = _find(text, core, end + 1, limit)
     if end < 0:
         return None
     # What _match(text, end, literal) reads where the core is written: the
@@ -243,6 +246,19 @@ def _before(value, literal):
 def _good_name(name):
     """Whether ``name`` can be a function name: short, and one word."""
     return len(name) <= 256 and name.split() == [name]
+
+
+def _read_name_to(text, at, literal):
+    """``_read_to(text, at, literal)`` for a name: the literal is looked for only as
+    far as a name _good_name takes can reach (one word of at most 256 characters,
+    whitespace around it), so that a trigger with no call after it is not read on
+    to the end of the text."""
+    core = (_SPLIT.get(literal) or _split(literal))[1]
+    reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
+    return _read_to(text, at, literal, reach + len(core))
+
+
+_NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 
 
 def _strip_stop(text):
@@ -412,29 +428,47 @@ def _verbatim_end(text, at, suffix):
             return close, end
 
 
-def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions.
-    A definition that is not shaped as one (no mapping where one belongs) types
-    nothing: the caller's mistake must not stop the model's output being read."""
-    types = {}
-    for tool in tools if isinstance(tools, (list, tuple)) else ():
+class _SchemaTypes:
+    """Function name → argument name → JSON-schema type, from OpenAI tool
+    definitions, read for a name when it is first asked for: a request may define
+    many tools, and an output calls few of them. A definition that is not shaped as
+    one (no mapping where one belongs) types nothing: the caller's mistake must not
+    stop the model's output being read. Where two share a name, the last counts."""
+
+    __slots__ = ("_tools", "_read")
+
+    def __init__(self, tools):
+        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._read: dict = {}
+
+    def get(self, name, default=None):
+        found = self._read.get(name)
+        if found is None:
+            found = self._read[name] = _argument_types(self._tools, name)
+        return default if found is _NO_TOOL else found
+
+
+_NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
+
+
+def _argument_types(tools, name):
+    """Argument name → JSON-schema type of the last tool named ``name``, else
+    ``_NO_TOOL``."""
+    for tool in reversed(tools):
         function = tool.get("function", tool) if isinstance(tool, dict) else None
-        if not isinstance(function, dict):
+        if not isinstance(function, dict) or function.get("name") != name:
             continue
         parameters = function.get("parameters")
         properties = (
             parameters.get("properties") if isinstance(parameters, dict) else None
         )
         if not isinstance(properties, dict):
-            properties = {}
-        name = function.get("name")
-        if not isinstance(name, str):
-            continue
-        types[name] = {
+            return {}
+        return {
             key: (field.get("type") if isinstance(field, dict) else None)
             for key, field in properties.items()
         }
-    return types
+    return _NO_TOOL
 
 
 # json.dumps's own string encoder, without its per-call set-up.
@@ -483,7 +517,7 @@ def _close(text, at, literal):
     if at < 0:
         return -1
     end = _match(text, at, literal)
-    if end < 0 and not text[at:].strip():
+    if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
     return end
 
@@ -528,7 +562,7 @@ def _read_tagged_call(text, at, types):
     arguments = "{}"
     # the function name, or the call's id
     at = _skip_space(text, at)
-    found = _read_to(text, at, '">')
+    found = _read_name_to(text, at, '">')
     if found is None:
         return None
     word = text[at : found[0]].strip()
@@ -557,8 +591,6 @@ def _read_arguments(text, at, types, stop):
     # Where ``stop`` is written (as _match finds it) the units end: its pattern is
     # looked up once, and tried at each unit in one C-level match.
     stops = _loose(stop) if stop.strip() else None
-    seen = None  # (suffix, where _read_to found it) when a value ended before it
-    mark = _KEY_MARK
     while True:
         unit = at
         if stops and stops(text, at):
@@ -566,7 +598,7 @@ def _read_arguments(text, at, types, stop):
         at = _match(text, at, ARG_KEY_PREFIX)
         if at < 0:
             return values, unit
-        found = _read_to(text, at, ARG_KEY_END)
+        found = _read_name_to(text, at, ARG_KEY_END)
         key = text[at : found[0]].strip() if found else ""
         if not _good_name(key):
             return values, unit
@@ -586,24 +618,7 @@ def _read_arguments(text, at, types, stop):
             )
             at = found[1]
             continue
-        if seen is not None and seen[0] == suffix and not (seen[1] and seen[1][0] < at):
-            found = seen[1]  # still the next one: not looked for again
-        else:
-            # The next unit's key with no suffix before it ends the value
-            # without the suffix looked for past it (a broken call is not
-            # read to the end of the text for it).
-            cut = _key_first(text, at, suffix, mark) if mark else None
-            found = (cut, cut) if cut is not None else _read_to(text, at, suffix)
-        seen = None
-        limit = found[0] if found else len(text)
-        if mark and text.find(_KEY_HEAD, at, limit) >= 0:
-            # The next unit's key before the suffix: this value's suffix is
-            # missing, and the value ends there. (Most values hold no first
-            # character of the key's prefix at all: one memchr says so.)
-            cut = _key_at(text, at, limit, mark)
-            if cut >= 0:
-                seen = (suffix, found)
-                found = (cut, cut)
+        found = _suffixed_end(text, at, suffix)
         if found is None:
             return None
         raw = text[at : found[0]]
@@ -631,27 +646,25 @@ def _key_mark():
 _KEY_MARK = _key_mark()
 
 
-_KEY_HEAD = _KEY_MARK.lstrip()[:1]
-
-
-def _key_first(text, at, suffix, mark):
-    """Where a value read from ``at`` ends at the next unit's key (``mark``, from
-    ``_key_mark``), found without looking for ``suffix`` past it: the cut, where
-    the first ``mark`` written is a key and no ``suffix`` comes before it; else
-    None (the value is read as ``_read_to`` and ``_key_at`` find it)."""
-    core = mark.lstrip()
-    lead = mark[: len(mark) - len(core)]
-    before, ending, _ = _split(suffix)
-    if not ending:
-        return None  # a suffix of whitespace: _read_to does not look for it
-    found = text.find(core, at + len(lead))
-    if found < 0 or not text.endswith(lead, at, found):
-        return None
-    # A suffix that ends the value before the key's core ends comes first: its
-    # core is looked for up to there (and its own whitespace before it).
-    if text.find(ending, at, found + len(core) + len(before) + len(ending)) >= 0:
-        return None
-    return found - len(lead)
+def _suffixed_end(text, at, suffix):
+    """Where a value read from ``at`` ends, as _read_to finds ``suffix``: (the
+    value's end, the suffix's end), or None. Where the next unit's key
+    (``_KEY_MARK``) comes first, the suffix is missing and the value ends at the
+    key: the suffix is looked for only up to there, so a broken call is not read
+    to the end of the text for it."""
+    before, ending, _ = _SPLIT.get(suffix) or _split(suffix)
+    if not (_KEY_MARK and ending):
+        return _read_to(text, at, suffix)
+    cut = _key_at(text, at, None, _KEY_MARK)
+    if cut < 0:
+        return _read_to(text, at, suffix)
+    # A suffix whose core starts before the key's core (and the whitespace the
+    # suffix starts with) ends comes first, unless the whole key is written
+    # before the value that suffix ends.
+    found = _read_to(text, at, suffix, cut + len(_KEY_MARK) + len(before) + len(ending))
+    if found is None or cut + len(_KEY_MARK) <= found[0]:
+        return cut, cut
+    return found
 
 
 def _key_at(text, at, limit, mark):
@@ -832,7 +845,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
     rest = _strip_stop(text)
-    types: dict = _schema_types(tools)
+    types = _SchemaTypes(tools)
     reasoning = None
     opened = _opened_by_prompt(tools, enable_thinking)
     reasoning, rest = _split_reasoning(rest, opened, strict, types)
@@ -888,13 +901,20 @@ _PREFIX_TAILS: dict = {}
 def _final_stop_apart(text):
     """(``text`` less a final end-of-turn marker, that marker with the whitespace
     after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
+    end = len(text.rstrip())
     for stop in STOP:
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _search_from(search, pending):
+    """Where triggers are looked for in ``pending`` from, once what was before
+    ``search`` was sent or held: no further than its end, since the whitespace
+    ``_hold`` keeps apart can hold no trigger (a trigger is looked for by its first
+    marker, which starts with none). Past the end, a run of whitespace fed a chunk
+    at a time would go through the reader, and read again, with every chunk."""
+    return min(max(0, search), len(pending))
 
 
 def _is_json(text):
@@ -1034,7 +1054,7 @@ class StreamParser:
         self._maybe_reasoning = (
             []
         )  # text that is reasoning only if a delimiter follows it
-        self._types: dict = _schema_types(tools)
+        self._types = _SchemaTypes(tools)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -1262,7 +1282,7 @@ class StreamParser:
             keep = _settled(pending, (REASONING_END,) + watch)
             self._send("reasoning_content", pending[:keep])
             self._hold(pending[keep:])
-            search = max(0, search - keep)
+            search = _search_from(search - keep, self._pending)
             self._run = None if search else run
             yield
             self._run = None
@@ -1326,7 +1346,7 @@ class StreamParser:
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
-                search = max(0, search - keep)
+                search = _search_from(search - keep, self._pending)
                 opener = 0
             self._run = None if opener or search or self._gap is not None else run
             yield

@@ -52,6 +52,7 @@ from .format import (
 from .text import (
     _SEEK,
     _SEPARATOR_SEEK,
+    _SPLIT,
     _close_any,
     _find,
     _good_name,
@@ -60,6 +61,7 @@ from .text import (
     _match_start,
     _name_end,
     _past_start,
+    _read_name_to,
     _read_to,
     _seek,
     _skip_space,
@@ -98,7 +100,7 @@ def _close(text, at, literal):
     if at < 0:
         return -1
     end = _match(text, at, literal)
-    if end < 0 and not text[at:].strip():
+    if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
     return end
 
@@ -334,7 +336,7 @@ def _read_tagged_call(text, at, types):
                 if OPTIONAL_PARTS:
                     skip = found[2] > 0
             elif after.strip():
-                found = _read_to(text, at, after)
+                found = _read_name_to(text, at, after)
                 if found is None:
                     return None
                 word = text[at : found[0]].strip()
@@ -368,8 +370,6 @@ def _read_arguments(text, at, types, stop):
     # Where ``stop`` is written (as _match finds it) the units end: its pattern is
     # looked up once, and tried at each unit in one C-level match.
     stops = _loose(stop) if stop.strip() else None
-    seen = None  # (suffix, where _read_to found it) when a value ended before it
-    mark = _KEY_MARK
     while True:
         unit = at
         if stops and stops(text, at):
@@ -382,7 +382,7 @@ def _read_arguments(text, at, types, stop):
         at = _match(text, at, ARG_KEY_PREFIX)
         if at < 0:
             return values, unit
-        found = _read_to(text, at, ARG_KEY_END)
+        found = _read_name_to(text, at, ARG_KEY_END)
         key = text[at : found[0]].strip() if found else ""
         if not _good_name(key):
             return values, unit
@@ -423,24 +423,7 @@ def _read_arguments(text, at, types, stop):
                     if read is not None:
                         values[key], at = read
                         continue
-            if seen is not None and seen[0] == suffix and not (seen[1] and seen[1][0] < at):
-                found = seen[1]  # still the next one: not looked for again
-            else:
-                # The next unit's key with no suffix before it ends the value
-                # without the suffix looked for past it (a broken call is not
-                # read to the end of the text for it).
-                cut = _key_first(text, at, suffix, mark) if mark else None
-                found = (cut, cut) if cut is not None else _read_to(text, at, suffix)
-            seen = None
-            limit = found[0] if found else len(text)
-            if mark and text.find(_KEY_HEAD, at, limit) >= 0:
-                # The next unit's key before the suffix: this value's suffix is
-                # missing, and the value ends there. (Most values hold no first
-                # character of the key's prefix at all: one memchr says so.)
-                cut = _key_at(text, at, limit, mark)
-                if cut >= 0:
-                    seen = (suffix, found)
-                    found = (cut, cut)
+            found = _suffixed_end(text, at, suffix)
             if found is None:
                 return None
             raw = text[at : found[0]]
@@ -512,27 +495,27 @@ def _key_mark():
 
 
 _KEY_MARK = _key_mark()
-_KEY_HEAD = _KEY_MARK.lstrip()[:1]
 
 
-def _key_first(text, at, suffix, mark):
-    """Where a value read from ``at`` ends at the next unit's key (``mark``, from
-    ``_key_mark``), found without looking for ``suffix`` past it: the cut, where
-    the first ``mark`` written is a key and no ``suffix`` comes before it; else
-    None (the value is read as ``_read_to`` and ``_key_at`` find it)."""
-    core = mark.lstrip()
-    lead = mark[: len(mark) - len(core)]
-    before, ending, _ = _split(suffix)
-    if not ending:
-        return None  # a suffix of whitespace: _read_to does not look for it
-    found = text.find(core, at + len(lead))
-    if found < 0 or not text.endswith(lead, at, found):
-        return None
-    # A suffix that ends the value before the key's core ends comes first: its
-    # core is looked for up to there (and its own whitespace before it).
-    if text.find(ending, at, found + len(core) + len(before) + len(ending)) >= 0:
-        return None
-    return found - len(lead)
+def _suffixed_end(text, at, suffix):
+    """Where a value read from ``at`` ends, as _read_to finds ``suffix``: (the
+    value's end, the suffix's end), or None. Where the next unit's key
+    (``_KEY_MARK``) comes first, the suffix is missing and the value ends at the
+    key: the suffix is looked for only up to there, so a broken call is not read
+    to the end of the text for it."""
+    before, ending, _ = _SPLIT.get(suffix) or _split(suffix)
+    if not (_KEY_MARK and ending):
+        return _read_to(text, at, suffix)
+    cut = _key_at(text, at, None, _KEY_MARK)
+    if cut < 0:
+        return _read_to(text, at, suffix)
+    # A suffix whose core starts before the key's core (and the whitespace the
+    # suffix starts with) ends comes first, unless the whole key is written
+    # before the value that suffix ends.
+    found = _read_to(text, at, suffix, cut + len(_KEY_MARK) + len(before) + len(ending))
+    if found is None or cut + len(_KEY_MARK) <= found[0]:
+        return cut, cut
+    return found
 
 
 def _key_at(text, at, limit, mark):

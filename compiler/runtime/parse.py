@@ -27,7 +27,7 @@ from .text import (
     _skip_space,
     _strip_stop,
 )
-from .values import _schema_types
+from .values import _SchemaTypes
 
 
 def _split_reasoning(text, opened, strict=False, types=None):
@@ -96,7 +96,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
     rest = _strip_stop(text)
-    types: dict = _schema_types(tools) if HAS_CALLS and TYPED_VALUES else {}
+    types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
         opened = _opened_by_prompt(tools, enable_thinking)

@@ -105,7 +105,7 @@ from .values import (
     _load,
     _own_typed,
     _OwnEnd,
-    _schema_types,
+    _SchemaTypes,
     _typed,
     _ValueEnd,
 )
@@ -134,13 +134,20 @@ _PREFIX_TAILS: dict = {}
 def _final_stop_apart(text):
     """(``text`` less a final end-of-turn marker, that marker with the whitespace
     after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
+    end = len(text.rstrip())
     for stop in STOP:
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _search_from(search, pending):
+    """Where triggers are looked for in ``pending`` from, once what was before
+    ``search`` was sent or held: no further than its end, since the whitespace
+    ``_hold`` keeps apart can hold no trigger (a trigger is looked for by its first
+    marker, which starts with none). Past the end, a run of whitespace fed a chunk
+    at a time would go through the reader, and read again, with every chunk."""
+    return min(max(0, search), len(pending))
 
 
 def _joined(deltas):
@@ -316,7 +323,7 @@ class StreamParser:
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
         self._maybe_reasoning = []  # text that is reasoning only if a delimiter follows it
-        self._types: dict = _schema_types(tools) if TYPED_VALUES else {}
+        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -572,7 +579,7 @@ class StreamParser:
             keep = _settled(pending, (REASONING_END,) + watch)
             self._send("reasoning_content", pending[:keep])
             self._hold(pending[keep:])
-            search = max(0, search - keep)
+            search = _search_from(search - keep, self._pending)
             self._run = None if search else run
             yield
             self._run = None
@@ -697,7 +704,7 @@ class StreamParser:
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
-                search = max(0, search - keep)
+                search = _search_from(search - keep, self._pending)
                 opener = 0
             self._run = None if opener or search or self._gap is not None else run
             yield

@@ -21,9 +21,13 @@ from .format import (
 
 
 def _skip_space(text, at):
-    while at < len(text) and text[at].isspace():
-        at += 1
+    """Where the whitespace from ``at`` ends (a long run in one C-level match)."""
+    if at < len(text) and text[at].isspace():
+        return _SPACE_RUN(text, at).end()  # type: ignore[union-attr]  # (always matches)
     return at
+
+
+_SPACE_RUN = re.compile(r"\s*").match  # (\s is exactly str.isspace)
 
 
 def _match(text, at, literal):
@@ -143,23 +147,22 @@ def _loose(literal):
 _LOOSE: dict = {}
 
 
-def _read_to(text, at, literal):
-    """A value written from ``at`` up to the next ``literal``: (where the value
-    ends, less the whitespace the literal starts with; where the literal ends), or
-    None when no literal follows. finding the literal, dropping the whitespace it starts with from the
-    value, and stepping past it, in one step,
-    the value not sliced (it may be long)."""
+def _read_to(text, at, literal, limit=None):
+    """A value written from ``at`` up to the next ``literal`` (whose core ends by
+    ``limit``): (where the value ends, less the whitespace the literal starts with;
+    where the literal ends), or None when no literal follows. The value is not
+    sliced: it may be long."""
     lead, core, trail = _SPLIT.get(literal) or _split(literal)
     if not core:
         return at, _match(text, at, literal)
     if len(core) == 1:
-        end = text.find(core, at)
+        end = text.find(core, at, limit)
     else:
         # text.find(core, at), most often in one memchr for the core's first
         # character (see _find)
-        end = text.find(core[0], at)
-        if end >= 0 and not text.startswith(core, end):
-            end = _find(text, core, end + 1)
+        end = text.find(core[0], at, limit)
+        if end >= 0 and not text.startswith(core, end, limit):
+            end = _find(text, core, end + 1, limit)
     if end < 0:
         return None
     # What _match(text, end, literal) reads where the core is written: the
@@ -216,11 +219,26 @@ def _good_name(name):
 
 
 def _word_end(text, at):
-    """The end of a name written with nothing after it but the next marker."""
+    """The end of a name written with nothing after it but the next marker (read
+    no further than a name _good_name takes can reach)."""
     end = at
-    while end < len(text) and (text[end].isalnum() or text[end] in "_-.:"):
+    stop = min(len(text), at + 257)
+    while end < stop and (text[end].isalnum() or text[end] in "_-.:"):
         end += 1
     return end if end > at else -1
+
+
+def _read_name_to(text, at, literal):
+    """``_read_to(text, at, literal)`` for a name: the literal is looked for only as
+    far as a name _good_name takes can reach (one word of at most 256 characters,
+    whitespace around it), so that a trigger with no call after it is not read on
+    to the end of the text."""
+    core = (_SPLIT.get(literal) or _split(literal))[1]
+    reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
+    return _read_to(text, at, literal, reach + len(core))
+
+
+_NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 
 
 def _strip_stop(text):
@@ -393,7 +411,7 @@ def _close_any(text, at, literals):
         end = _match(text, at, literal)
         if end >= 0:
             return end
-    return len(text) if not text[at:].strip() else -1
+    return len(text) if _skip_space(text, at) == len(text) else -1
 
 
 def _opened_by_prompt(tools, enable_thinking):

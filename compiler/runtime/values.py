@@ -575,29 +575,47 @@ def _no_constant(name):
     raise ValueError(name)  # NaN and Infinity are no JSON values
 
 
-def _schema_types(tools):
-    """Function name → argument name → JSON-schema type, from OpenAI tool definitions.
-    A definition that is not shaped as one (no mapping where one belongs) types
-    nothing: the caller's mistake must not stop the model's output being read."""
-    types = {}
-    for tool in tools if isinstance(tools, (list, tuple)) else ():
+class _SchemaTypes:
+    """Function name → argument name → JSON-schema type, from OpenAI tool
+    definitions, read for a name when it is first asked for: a request may define
+    many tools, and an output calls few of them. A definition that is not shaped as
+    one (no mapping where one belongs) types nothing: the caller's mistake must not
+    stop the model's output being read. Where two share a name, the last counts."""
+
+    __slots__ = ("_tools", "_read")
+
+    def __init__(self, tools):
+        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._read: dict = {}
+
+    def get(self, name, default=None):
+        found = self._read.get(name)
+        if found is None:
+            found = self._read[name] = _argument_types(self._tools, name)
+        return default if found is _NO_TOOL else found
+
+
+_NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
+
+
+def _argument_types(tools, name):
+    """Argument name → JSON-schema type of the last tool named ``name``, else
+    ``_NO_TOOL``."""
+    for tool in reversed(tools):
         function = tool.get("function", tool) if isinstance(tool, dict) else None
-        if not isinstance(function, dict):
+        if not isinstance(function, dict) or function.get("name") != name:
             continue
         parameters = function.get("parameters")
         properties = (
             parameters.get("properties") if isinstance(parameters, dict) else None
         )
         if not isinstance(properties, dict):
-            properties = {}
-        name = function.get("name")
-        if not isinstance(name, str):
-            continue
-        types[name] = {
+            return {}
+        return {
             key: (field.get("type") if isinstance(field, dict) else None)
             for key, field in properties.items()
         }
-    return types
+    return _NO_TOOL
 
 
 # The json module's C scanner: the value at an index and where it ends, or

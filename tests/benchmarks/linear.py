@@ -193,6 +193,10 @@ def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
     return rows
 
 
+def _measure_job(job: tuple[str, tuple[str, ...]]) -> list[dict]:
+    return measure(*job)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 above the limit")
@@ -208,9 +212,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     slugs = args.only or rt.slugs()
+    rows = []
+    started = time.monotonic()
+    # Each format's worst reading goes to stderr as it is measured: the whole run
+    # takes a while, and a run stopped early still shows what it found.
     with multiprocessing.Pool(2) as pool:
-        found = pool.starmap(measure, [(slug, tuple(args.inputs)) for slug in slugs])
-        rows = [row for each in found for row in each]
+        jobs = [(slug, tuple(args.inputs)) for slug in slugs]
+        for done, found in enumerate(pool.imap_unordered(_measure_job, jobs), 1):
+            rows.extend(found)
+            if found:
+                top = max(found, key=lambda row: row["growth"])
+                print(
+                    f"[{done}/{len(slugs)} {time.monotonic() - started:5.0f} s] {top['slug']}: "
+                    f"worst {top['growth']:.1f}x ({top['place']}, {top['input']}, "
+                    f"{top['reader']})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     worst = sorted(rows, key=lambda row: -row["growth"])
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -139,7 +139,6 @@ def test_a_value_without_its_suffix_ends_at_the_next_key(tagged, monkeypatch):
     # left out; written inside a line it is the value's, and so is every other "<"
     # (more of them than the few the search tries one by one).
     monkeypatch.setattr(C, "_KEY_MARK", "\n<parameter=")
-    monkeypatch.setattr(C, "_KEY_HEAD", "<")
     stop = "</function>\n</tool_call>"
     value = "if a<b and <c> <d> <e> <f>: see <parameter=z> here"
     text = "<parameter=a>\n" + value + "\n" + _unit("b", "2") + stop

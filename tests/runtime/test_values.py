@@ -346,7 +346,7 @@ def test_field():
     assert V._field(value, ("a", "b", "c")) is None
 
 
-# --- _schema_types ------------------------------------------------------------------
+# --- _SchemaTypes --------------------------------------------------------------------
 
 
 def test_schema_types():
@@ -369,14 +369,31 @@ def test_schema_types():
             "function": {"name": "k", "parameters": {"properties": {"y": {}, "z": True}}},
         },
     ]
-    assert V._schema_types(tools) == {
-        "f": {"a": "string", "b": "integer"},
-        "g": {"x": "array"},
-        "h": {},
-        "k": {"y": None, "z": None},
-    }
+    types = V._SchemaTypes(tools)
+    assert types.get("f") == {"a": "string", "b": "integer"}
+    assert types.get("g") == {"x": "array"}
+    assert types.get("h") == {}
+    assert types.get("k", "none") == {"y": None, "z": None}
+    assert types.get("nobody", "none") == "none"
+    assert types.get("f") == {"a": "string", "b": "integer"}  # read once, asked twice
+
+
+def test_schema_types_last_definition_counts():
+    tools = [
+        {"name": "f", "parameters": {"properties": {"a": {"type": "string"}}}},
+        {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
+    ]
+    assert V._SchemaTypes(tools).get("f") == {"a": "integer"}
+
+
+def test_schema_types_of_malformed_definitions():
+    tools = [None, "x", {"function": None}, {"name": 3}, {"name": "f", "parameters": "x"}]
+    types = V._SchemaTypes(tools)
+    assert types.get("f") == {}
+    assert types.get("g", "none") == "none"
 
 
 def test_schema_types_of_no_tools():
-    assert V._schema_types(None) == {}
-    assert V._schema_types([]) == {}
+    assert V._SchemaTypes(None).get("f", "none") == "none"
+    assert V._SchemaTypes([]).get("f", "none") == "none"
+    assert V._SchemaTypes("not a list").get("f", "none") == "none"
