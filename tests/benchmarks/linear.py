@@ -7,8 +7,9 @@ The time is the process's CPU time: on a machine shared with other work, the wal
 clock also counts the spells the process waits for a CPU, which have nothing to do
 with the input. A reading over the limit is measured again (RETRIES more rounds, the
 best time of every round kept for each size), so that one slow spell at the small
-size does not fail the check; growth that is the reader's own shows in every round
-and stays over the limit.
+size does not fail the check; one still over it is measured again once the formats
+are done, alone (two measuring processes share the caches of a two-CPU machine).
+Growth that is the reader's own shows in every round and stays over the limit.
 
     python -m tests.benchmarks.linear [--check] [--json] [--only SLUG ...] [--inputs NAME ...]
 
@@ -157,12 +158,33 @@ def _growth(figures: list[float]) -> float:
     return max(floor[i + 1] / floor[i] for i in range(len(floor) - 1))
 
 
+def _reader(module, reader: str):
+    if reader == "parse":
+        return module.parse
+    return lambda text: _streamed(module, text)
+
+
+def _improved(read, texts: list[str], figures: list[float]) -> tuple[list[float], int]:
+    """``figures`` measured again while their growth is over the limit (RETRIES
+    rounds at most), each size's best kept; and the rounds taken."""
+    retries = 0
+    while _growth(figures) > LIMIT and retries < RETRIES:
+        again = [_best(partial(read, text)) for text in texts]
+        figures = [min(pair) for pair in zip(figures, again, strict=True)]
+        retries += 1
+    return figures, retries
+
+
+def _texts(slug: str, place: str, name: str) -> list[str]:
+    module = rt.module(slug)
+    made = payloads(module.SPEC)
+    if place == "content":
+        made.update(mentions(slug))
+    return [places(slug)[place] + made[name](size) for size in SIZES]
+
+
 def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
     module = rt.module(slug)
-    readers = {
-        "parse": module.parse,
-        "stream": lambda text: _streamed(module, text),
-    }
     rows = []
     for place, before in places(slug).items():
         made = payloads(module.SPEC)
@@ -172,13 +194,10 @@ def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
             if inputs and name not in inputs:
                 continue
             texts = [before + make(size) for size in SIZES]
-            for reader, read in readers.items():
+            for reader in ("parse", "stream"):
+                read = _reader(module, reader)
                 figures = [_best(partial(read, text)) for text in texts]
-                retries = 0
-                while _growth(figures) > LIMIT and retries < RETRIES:
-                    again = [_best(partial(read, text)) for text in texts]
-                    figures = [min(pair) for pair in zip(figures, again, strict=True)]
-                    retries += 1
+                figures, retries = _improved(read, texts, figures)
                 rows.append(
                     {
                         "slug": slug,
@@ -191,6 +210,18 @@ def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
                     }
                 )
     return rows
+
+
+def measure_alone(row: dict) -> None:
+    """A reading still over the limit, measured again in this process with no
+    other measuring beside it: two readers at once on a machine of two CPUs share
+    its caches, and that weighs on one size more than another. Growth that is the
+    reader's own shows here too."""
+    read = _reader(rt.module(row["slug"]), row["reader"])
+    figures, retries = _improved(
+        read, _texts(row["slug"], row["place"], row["input"]), row["seconds"]
+    )
+    row.update(seconds=figures, growth=_growth(figures), retries=row["retries"] + retries)
 
 
 def _measure_job(job: tuple[str, tuple[str, ...]]) -> list[dict]:
@@ -229,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
+    for row in rows:
+        if row["growth"] > LIMIT:
+            measure_alone(row)
     worst = sorted(rows, key=lambda row: -row["growth"])
     if args.json:
         print(json.dumps(rows, indent=1))
