@@ -381,7 +381,7 @@ class _SchemaTypes:
     __slots__ = ("_tools", "_read")
 
     def __init__(self, tools):
-        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._tools = tools if isinstance(tools, (list, tuple)) else ()
         self._read: dict = {}
 
     def get(self, name, default=None):

@@ -265,12 +265,20 @@ def _read_name_to(text, at, literal):
     far as a name _good_name takes can reach (one word of at most 256 characters,
     whitespace around it), so that a trigger with no call after it is not read on
     to the end of the text."""
-    core = (_SPLIT.get(literal) or _split(literal))[1]
-    reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
-    return _read_to(text, at, literal, reach + len(core))
+    # Most often the literal is near: looked for in a window that far first (the
+    # first found there is the first anywhere), the reach worked out only if not.
+    found = _read_to(text, at, literal, at + _NAME_WINDOW)
+    if found is None and at + _NAME_WINDOW < len(text):
+        core = (_SPLIT.get(literal) or _split(literal))[1]
+        reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
+        found = _read_to(text, at, literal, reach + len(core))
+    return found
 
 
 _NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
+
+
+_NAME_WINDOW = 512
 
 
 def _strip_stop(text):
@@ -435,7 +443,7 @@ class _SchemaTypes:
     __slots__ = ("_tools", "_read")
 
     def __init__(self, tools):
-        self._tools = list(tools) if isinstance(tools, (list, tuple)) else []
+        self._tools = tools if isinstance(tools, (list, tuple)) else ()
         self._read: dict = {}
 
     def get(self, name, default=None):

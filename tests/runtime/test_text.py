@@ -354,3 +354,51 @@ def test_undecided():
     assert T._undecided("x", ("<t",)) is False
     assert T._undecided("", ()) is False
     assert T._undecided("<a", ("<b>", "<ab>")) is True
+
+
+# --- _read_name_to, _skip_space ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "get_weather(",
+        "  get_weather   (",
+        "get_weather" + " " * 2000 + "(",  # whitespace past the first window
+        " " * 2000 + "get_weather(",
+        "a" * 256 + "(",
+    ],
+)
+def test_read_name_to_reads_what_read_to_reads(written):
+    text = written + '{"city": "Paris"})' + " tail (" * 10
+    assert T._read_name_to(text, 0, "(") == T._read_to(text, 0, "(")
+    found = T._read_name_to(text, 0, "(")
+    assert T._good_name(text[: found[0]].strip())
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "a" * 257 + "(",  # too long to be a name
+        "get weather(",  # two words
+        "get_weather" + " " * 300 + "x(",
+    ],
+)
+def test_read_name_to_gives_up_where_no_name_can_end(written):
+    text = written + "x" * 5000 + "("
+    found = T._read_name_to(text, 0, "(")
+    # Either not found, or found where read_to finds it and still no name.
+    if found is not None:
+        assert found == T._read_to(text, 0, "(")
+        assert not T._good_name(text[: found[0]].strip())
+    else:
+        assert not T._good_name(text[: T._read_to(text, 0, "(")[0]].strip())
+
+
+def test_skip_space_is_isspace():
+    text = "a \t\n\u2028\u00a0\u3000b" + " " * 1000
+    for at in range(len(text) + 1):
+        end = at
+        while end < len(text) and text[end].isspace():
+            end += 1
+        assert T._skip_space(text, at) == end
