@@ -57,7 +57,7 @@ bench: templates $(BENCH_STAMP)
 	&& exit $$status
 
 # Linear time on every input: pathological texts of 10 KB-1 MB in each part of every
-# format, parse and stream (about 13 minutes on 2 cores; --check fails above 15x per 10x).
+# format, parse and stream (about 22 minutes on 2 cores; --check fails above 15x per 10x).
 bench-linear: templates
 	$(PY) -m tests.benchmarks.linear $(BENCH_ARGS)
 

@@ -176,3 +176,36 @@ def test_mistral_nemo_call_after_failed_mentions(count):
     assert message["tool_calls"] == alone["tool_calls"]
     assert message["content"] == _mentions(module, count).strip()
     _check_stream(module, text, message, ("5-char", "random") if count == 100 else ("1-char", "5-char", "random"))
+
+
+# Where the content is one unit of the turn (Functionary v3.2: content, then a call
+# separator and calls that run to the end), a separator in the content is tried as
+# the start of the calls at most _UNIT_TRIES (8) times. Python prompts (">>>", the
+# separator) in the content use up those tries: a real bound, documented in the
+# README, that real outputs can meet. The calls after three prompts are read; after
+# nine they are not yet (strict: this fails once the bound is lifted, to be turned
+# into a plain assertion).
+UNIT = "meetkai_functionary_medium_v3_2"
+
+
+def _after_prompts(count: int) -> str:
+    module = rt.module(UNIT)
+    prompts = "".join(f"{module.CALL_SEPARATOR} x = {i}\n" for i in range(count))
+    call = module.CALL_SEPARATOR + 'get_weather\n{"city": "Paris"}'
+    return module.CONTENT_START + "In the REPL:\n" + prompts + call
+
+
+def _unit_calls(text: str) -> list:
+    return [
+        (call["function"]["name"], call["function"]["arguments"])
+        for call in rt.module(UNIT).parse(text)["tool_calls"]
+    ]
+
+
+def test_calls_after_a_few_prompts_in_unit_content():
+    assert _unit_calls(_after_prompts(3)) == [("get_weather", '{"city": "Paris"}')]
+
+
+@pytest.mark.xfail(strict=True, reason="_UNIT_TRIES: at most 8 separators are tried")
+def test_calls_after_many_prompts_in_unit_content():
+    assert _unit_calls(_after_prompts(9)) == [("get_weather", '{"city": "Paris"}')]
