@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import sys
 
 from . import __version__, spec as specs
+from .loader import load_generated, load_spec
 from .sources import SourceError, discover, fetch_corpus, one_source, slugify
 from .spec import SpecError
 
@@ -139,9 +139,43 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 on output that does not fit (default: read it as content)",
     )
 
-    export = command("export", "print a spec's format in another tool's format")
-    export.add_argument("kind", choices=sorted(_EXPORTS), help="which format")
+    export = command(
+        "export",
+        "write a spec's parser as one standalone module, or its format in another tool's",
+    )
+    export.add_argument(
+        "kind",
+        choices=sorted(_EXPORTS),
+        help="standalone: one self-contained module (standard library only); gbnf, "
+        "tool-call-gbnf, lark, structural-tag: the grammars the module's functions give; "
+        "response-template: transformers' response_template",
+    )
     export.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write it (default: standard output)"
+    )
+    export.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="JSON file with an OpenAI tools list, for the grammars (default: none)",
+    )
+    export.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="CHOICE",
+        help="auto, none, required, or a function's name, for the grammars "
+        "(default: %(default)s)",
+    )
+    export.add_argument(
+        "--no-parallel-tool-calls",
+        action="store_true",
+        help="at most one call, for the grammars (default: any number)",
+    )
+    export.add_argument(
+        "--no-thinking",
+        action="store_true",
+        help="the grammars with enable_thinking=False (default: thinking on)",
+    )
 
     plugin = command("plugin", "write a server's parser plugin for a spec's format")
     plugin.add_argument("server", choices=PLUGIN_SERVERS, help="which server")
@@ -280,15 +314,9 @@ def _parser_module(spec_path: str, spec: dict, generated_dir: str | None = None)
     built = _built_module(os.path.join(generated_dir, f"{slug}.py"), slug, spec)
     if built is not None:
         return built
-    # Generating formats the code with black: about half a second, where importing the
-    # built module takes milliseconds.
-    from . import model
-    from .codegen import module as module_codegen
-
-    namespace = {"__name__": f"generated.{slug}"}
-    text = module_codegen.generate(model.build(spec, slug=slug, origin=spec_path)).module
-    exec(compile(text, f"<parser of {spec_path}>", "exec"), namespace)
-    return namespace
+    # Made in memory: the exports are built (a fraction of a second), where importing
+    # the built module takes milliseconds.
+    return vars(load_spec(slug, spec, spec_path))
 
 
 def _built_module(path: str, slug: str, spec: dict) -> dict | None:
@@ -303,11 +331,7 @@ def _built_module(path: str, slug: str, spec: dict) -> dict | None:
     if spec.get("compiler_version") != __version__ or not os.path.isfile(path):
         return None
     try:
-        module_spec = importlib.util.spec_from_file_location(f"generated.{slug}", path)
-        if module_spec is None or module_spec.loader is None:
-            return None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        module = load_generated(os.path.dirname(os.path.abspath(path)), slug)
     except Exception:  # a damaged or foreign file: the spec's own parser is made instead
         return None
     namespace = vars(module)
@@ -331,22 +355,73 @@ def _format_of(path: str):
 
 
 def _export(args) -> int:
-    """Print what the build writes for one export of a spec; exit 1, saying why, where
-    the format cannot be said in it."""
+    """Write one export of a spec; exit 1, saying why, where the format cannot be
+    said in it."""
     fmt = _format_of(args.spec)
-    text, why = _EXPORTS[args.kind](fmt)
+    try:
+        text, why = _EXPORTS[args.kind](fmt, args)
+    except ValueError as error:  # a setting the format cannot honour (tool_choice)
+        raise UsageError(f"{args.spec}: {error}") from None
     if text is None:
         _log(f"{args.spec}: no {args.kind}: {why}")
         return 1
-    sys.stdout.write(text)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            raise UsageError(f"cannot write {args.output}: {error}") from None
+        _log(f"wrote {args.output}: {args.kind} of {args.spec}")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
-def _response_template(fmt) -> tuple[str | None, str]:
+def _response_template(fmt, args) -> tuple[str | None, str]:
     from .codegen import response_template
 
     made = response_template.export(fmt)
     return response_template.as_json(made), str(made.inexpressible)
+
+
+def _standalone(fmt, args) -> tuple[str | None, str]:
+    from .codegen import module as module_codegen
+
+    return module_codegen.standalone(fmt), ""
+
+
+def _grammar_settings(args) -> dict:
+    """The grammar functions' keywords the command line gives."""
+    choice = args.tool_choice
+    if choice not in ("auto", "none", "required"):
+        choice = {"type": "function", "function": {"name": choice}}
+    return {
+        "tools": _read_tools(args.tools) if args.tools else None,
+        "tool_choice": choice,
+        "parallel_tool_calls": not args.no_parallel_tool_calls,
+    }
+
+
+def _grammar_export(function: str, thinking: bool = True, as_json: bool = False):
+    """An export made by calling one of the module's functions with the settings."""
+
+    def export(fmt, args) -> tuple[str | None, str]:
+        from .codegen import module as module_codegen
+
+        parser = module_codegen.load(fmt)
+        settings = _grammar_settings(args)
+        if thinking:
+            settings["enable_thinking"] = not args.no_thinking
+        if function == "structural_tag":
+            made = parser.structural_tag(settings.pop("tools") or [], **settings)
+        else:
+            made = getattr(parser, function)(**settings)
+        if made is None:
+            return None, "this format writes no tool calls"
+        text = json.dumps(made, ensure_ascii=False, indent=2) + "\n" if as_json else made
+        return text, ""
+
+    return export
 
 
 # The servers a plugin is written for; each one's emitter is
@@ -368,7 +443,7 @@ def _plugin(args) -> int:
             f"no {args.server} plugin in this version of the compiler ({emitter_name} is missing)"
         ) from None
     fmt = _format_of(args.spec)
-    source = module_codegen.generate(fmt).module
+    source = module_codegen.standalone(fmt)
     # ValueError: a name the server's flags cannot take, or a format the server needs
     # no plugin for (SGLang: neither tool calls nor reasoning).
     try:
@@ -384,8 +459,16 @@ def _plugin(args) -> int:
     return 0
 
 
-# Each kind of export: the format model → (the text, or None and why not).
-_EXPORTS = {"response-template": _response_template}
+# Each kind of export: (the format model, the command's arguments) → (the text, or
+# None and why not).
+_EXPORTS = {
+    "standalone": _standalone,
+    "gbnf": _grammar_export("grammar"),
+    "tool-call-gbnf": _grammar_export("tool_call_grammar", thinking=False),
+    "lark": _grammar_export("lark_grammar"),
+    "structural-tag": _grammar_export("structural_tag", as_json=True),
+    "response-template": _response_template,
+}
 
 
 def _read_tools(path: str) -> list:

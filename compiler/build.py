@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import __version__, samples, spec as specs, tokens
 from .analyze import Analysis, analyze
 from . import model, polyfills
-from .codegen import module as module_codegen, response_template
+from .codegen import module as module_codegen, response_template, runtime_module
 from .conversation import Conversation
 from .render import (
     DEFAULT_TIME_BUDGET,
@@ -32,9 +32,19 @@ from .render import (
     RenderLimitExceeded,
     placeholder,
 )
-from .sources import SPECIAL_TOKENS, TemplateSource
+from .sources import TemplateSource
+from .tokens import SPECIAL_TOKENS
 
-PACKAGE_INIT = '"""Generated chat-format parsers: one standalone module per template."""\n'
+PACKAGE_INIT = (
+    '"""Generated chat-format parsers: one format module per template, all running on\n'
+    'one runtime (_runtime.py)."""\n'
+)
+
+
+def package_files() -> dict[str, str]:
+    """File name → contents of what every generated folder holds besides its format
+    modules: the package's __init__.py and the one runtime."""
+    return {"__init__.py": PACKAGE_INIT, "_runtime.py": runtime_module.shared()}
 
 
 class BuildError(Exception):
@@ -307,13 +317,24 @@ def _write_if_changed(path: str, text: str | None, report: BuildReport) -> None:
     report.changed.append(path)
 
 
-def outputs(slug: str, spec: dict, origin: str | None = None) -> dict[str, str | None]:
-    """File name → contents of everything generated for one spec (``origin``: the
-    spec file, named in errors)."""
+def generate(slug: str, spec: dict, origin: str | None = None) -> module_codegen.Generated:
+    """Everything generated for one spec (``origin``: the spec file, named in errors)."""
     fmt = model.build(spec, slug=slug, origin=origin or f"{slug}.yaml")
-    files = module_codegen.generate(fmt).files(slug)
-    files[f"{slug}.response_template.json"] = response_template.text(fmt)
-    return files
+    return module_codegen.generate(fmt)
+
+
+def outputs(slug: str, spec: dict, origin: str | None = None) -> dict[str, str | None]:
+    """File name → contents of everything generated for one spec."""
+    return generate(slug, spec, origin).files(slug)
+
+
+def missing_exports(generated: module_codegen.Generated, spec_path: str) -> list[str]:
+    """One warning per export that could not be made for a spec."""
+    return [
+        f"{spec_path}: no {export} export: {why} (the module is written without it; "
+        f"its functions raise ValueError)"
+        for export, why in generated.missing.items()
+    ]
 
 
 def build(
@@ -340,8 +361,10 @@ def build(
                 source, overrides, spec_path, time_budget=time_budget, notes=notes
             )
             files: dict[str, str | None] = {spec_path: specs.dump(spec)}
-            for name, text in outputs(source.slug, spec, spec_path).items():
+            made = generate(source.slug, spec, spec_path)
+            for name, text in made.files(source.slug).items():
                 files[os.path.join(generated_dir, name)] = text
+            warnings.extend(missing_exports(made, spec_path))
         except Exception as error:
             if not keep_going:
                 raise
@@ -356,7 +379,8 @@ def build(
         log(f"[{number}/{len(sources)}] {source.slug}")
         for note in notes:
             log(f"  {note}")
-    _write_if_changed(os.path.join(generated_dir, "__init__.py"), PACKAGE_INIT, report)
+    for name, text in package_files().items():
+        _write_if_changed(os.path.join(generated_dir, name), text, report)
     return report
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import __version__, spec as specs, tokens as token_tables
-from .build import PACKAGE_INIT, outputs
+from .build import outputs, package_files
 from .sources import TemplateSource, discover
 
 _METADATA = specs.METADATA
@@ -153,14 +153,15 @@ def _compare_package(
 ) -> None:
     """The package's __init__.py, and generated files no template accounts for (a
     parser, a grammar, a response_template)."""
-    init = os.path.join(generated_dir, "__init__.py")
-    if not os.path.isfile(init) or _read(init) != PACKAGE_INIT.encode("utf-8"):
-        report.problems.append(f"{init}: missing or not what the build writes")
+    for name, text in package_files().items():
+        path = os.path.join(generated_dir, name)
+        if not os.path.isfile(path) or _read(path) != text.encode("utf-8"):
+            report.problems.append(f"{path}: missing or not what the build writes")
     for path in _files(generated_dir, (".py", ".gbnf", ".response_template.json")):
         name = os.path.basename(path)
         slug = name.split(".")[0]
         if (
-            name != "__init__.py"
+            name not in package_files()
             and slug not in known
             and not os.path.exists(os.path.join(specs_dir, f"{slug}.yaml"))
         ):

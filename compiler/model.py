@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import polyfills as polyfill_rules
+from . import call_shapes, polyfills as polyfill_rules
 from .spec import SpecError
 
 HOLES = ("name", "id", "index", "arguments")
@@ -308,6 +308,12 @@ class Calls:
     turn_break: str = ""
     # Other openers real outputs start a call with (overrides): tried after ``start``.
     start_also: tuple[str, ...] = ()
+
+    @property
+    def output_shape(self) -> list | None:
+        """What an output made of these calls starts with where no marker opens them
+        (None where one does): ``call_shapes.whole_output_shape``."""
+        return call_shapes.whole_output_shape(self)
 
     @property
     def opener(self) -> str:

@@ -42,7 +42,7 @@ from jinja2.ext import Extension, loopcontrols
 from jinja2.parser import Parser
 from jinja2.sandbox import SandboxedEnvironment, SandboxedFormatter
 
-from .sources import SPECIAL_TOKENS
+from .tokens import SPECIAL_TOKENS
 
 try:
     import resource
@@ -55,7 +55,7 @@ except ImportError:  # not on every platform; the size checks still hold
 BOS_PLACEHOLDER = "<|bos-token-placeholder|>"
 EOS_PLACEHOLDER = "<|eos-token-placeholder|>"
 
-# The tokenizer's other special tokens (sources.SPECIAL_TOKENS), which Hugging Face
+# The tokenizer's other special tokens (tokens.SPECIAL_TOKENS), which Hugging Face
 # passes to a template when the tokenizer has them. A template that reads one the source
 # does not give may be rendered with a stand-in shaped like the bos/eos ones.
 
@@ -622,6 +622,7 @@ class ChatTemplate:
         self.spent = 0.0  # seconds the renders took so far
         self.output_limit = output_limit
         self.memory_headroom = memory_headroom
+        self._undeclared: list[str] | None = None
         self.env = make_environment()
         try:
             with _MemoryCap(memory_headroom):
@@ -663,8 +664,12 @@ class ChatTemplate:
         return line, why
 
     def undeclared_variables(self) -> list[str]:
-        ast = self.env.parse(self.source)
-        return sorted(jinja2.meta.find_undeclared_variables(ast))
+        # The build and the probe both ask; finding them costs a parse and a code
+        # generation pass, as much as compiling the template.
+        if self._undeclared is None:
+            ast = self.env.parse(self.source)
+            self._undeclared = sorted(jinja2.meta.find_undeclared_variables(ast))
+        return list(self._undeclared)
 
     def render(
         self,

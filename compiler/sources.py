@@ -19,14 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from . import tokens as token_tables
-from .tokens import TokenTable, TokenizerError
+from .tokens import SPECIAL_TOKENS, TokenTable, TokenizerError
 
 MANIFEST_NAME = "manifest.json"
 DEFAULT_CACHE_DIR = os.path.join(".cache", "corpus")
 
-# The tokenizer's special tokens besides bos and eos, by the names Hugging Face passes
-# them to a template under.
-SPECIAL_TOKENS = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 
 # The render inputs a manifest entry may give, with the type each must have.
 _INPUT_TYPES = {

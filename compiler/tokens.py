@@ -21,6 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+# The tokenizer's special tokens besides bos and eos, by the names Hugging Face passes
+# them to a template under.
+SPECIAL_TOKENS = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
 # GGUF's token types (llama.cpp's llama_token_type): the two it matches whole.
 GGUF_CONTROL = 3
 GGUF_USER_DEFINED = 4

@@ -1,1 +1,2 @@
-"""Generated chat-format parsers: one standalone module per template."""
+"""Generated chat-format parsers: one format module per template, all running on
+one runtime (_runtime.py)."""

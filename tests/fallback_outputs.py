@@ -95,14 +95,11 @@ def without_fallback(slug: str):
     corpus format reads calls now, so this is how a module without any is had. A
     fallback format's spec with the polyfills that write calls switched off."""
     import copy
-    import types
 
-    from compiler.codegen.module import generate
+    from compiler.codegen.module import load
 
     spec = copy.deepcopy(rt.module(slug).SPEC)
     spec["polyfills"].update(fallback_call=None, tool_definitions=False, tool_calls=False)
     fmt = model.build(spec, slug=slug, origin=f"specs/{slug}.yaml")
     assert not fmt.has_calls
-    namespace: dict = {"__name__": f"plain_{slug}"}
-    exec(compile(generate(fmt).module, f"{slug}.py", "exec"), namespace)
-    return types.SimpleNamespace(**namespace)
+    return load(fmt)

@@ -21,7 +21,6 @@ tests/test_invented.py with the standard inputs).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import yaml
 from compiler import samples
 from compiler.build import analyze_source, build, probe_leaks, render_variants
 from compiler.check import check
+from compiler.loader import load_generated
 from compiler.render import ChatTemplate, RenderInputs, RenderLimitExceeded, placeholder
 from compiler.sources import SourceError, discover, one_source
 
@@ -170,11 +170,7 @@ def build_one(tmp_path: Path, name: str, text: str, *, model_config: dict | None
     if report.failures:
         return report, None, None, lines
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-    module_path = tmp_path / "generated" / f"{name}.py"
-    loader = importlib.util.spec_from_file_location(f"build_inputs_{name}", module_path)
-    assert loader is not None and loader.loader is not None
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
+    module = load_generated(tmp_path / "generated", name)
     return report, spec, module, lines
 
 

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import resource
 import signal
@@ -31,10 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler import model, spec as specs
+from compiler import model
+from compiler import spec as specs
 from compiler.__main__ import main
 from compiler.build import build
 from compiler.codegen import gbnf
+from compiler.loader import load_generated
 from compiler.render import ChatTemplate, RenderLimitExceeded
 from compiler.sources import discover
 from tests import roundtrip as rt
@@ -139,6 +140,7 @@ def test_a_resource_bomb_fails_fast_naming_the_template(tmp_path, name):
     generated = sorted(os.listdir(tmp_path / "generated"))
     assert generated == [
         "__init__.py",
+        "_runtime.py",
         "good.gbnf",
         "good.py",
         "good.response_template.json",
@@ -252,9 +254,10 @@ def test_build_goes_on_past_failures_and_lists_them(tmp_path, capsys, monkeypatc
         "error: templates/syntax.jinja:2: unexpected '}'",
     ]
     assert err.splitlines()[-1] == errors[-1]
-    assert out == "4 templates: 3 failed, 1 specs and 5 generated files changed, 0 warnings\n"
+    assert out == "4 templates: 3 failed, 1 specs and 6 generated files changed, 0 warnings\n"
     assert sorted(os.listdir("out")) == [
         "__init__.py",
+        "_runtime.py",
         "good.gbnf",
         "good.py",
         "good.response_template.json",
@@ -381,11 +384,7 @@ def invented(tmp_path_factory):
                        str(out / "generated"), log=lambda message: None)  # fmt: skip
     parsers = {}
     for slug in MARKERS:
-        path = out / "generated" / f"{slug}.py"
-        spec = importlib.util.spec_from_file_location(f"robust_{slug}", path)
-        assert spec is not None and spec.loader is not None, path
-        parsers[slug] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(parsers[slug])
+        parsers[slug] = load_generated(out / "generated", slug)
     return out, report, parsers
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -25,6 +24,7 @@ from compiler.__main__ import main
 from compiler.analyze.evidence import Evidence, Render
 from compiler.build import outputs
 from compiler.explain import explain
+from compiler.loader import load_generated
 from compiler.render import ChatTemplate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,11 +123,7 @@ def add_override(spec_path: str, entry_yaml: str) -> None:
 
 
 def load_module(path: str):
-    spec = importlib.util.spec_from_file_location(f"parser_{abs(hash(path))}", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generated(os.path.dirname(path) or ".", os.path.basename(path)[: -len(".py")])
 
 
 # --------------------------------------------------------------------------- build
@@ -138,8 +134,8 @@ def test_build_prints_progress_and_a_summary(built):
     assert code == 0
     assert err.splitlines() == ["[1/2] nvidia_nemotron_nano_v2", "[2/2] qwen_qwen3_0_6b"]
     # two specs; two modules, two grammars, two tool-call grammars, two response
-    # templates and the package's __init__.py
-    assert out == "2 templates: 2 specs and 9 generated files changed, 0 warnings\n"
+    # templates, the package's __init__.py and its runtime
+    assert out == "2 templates: 2 specs and 10 generated files changed, 0 warnings\n"
 
 
 def test_rebuild_changes_nothing(tree, capsys):
@@ -641,7 +637,7 @@ def no_generating(monkeypatch):
         calls.append(fmt)
         raise AssertionError("parse generated the module")
 
-    monkeypatch.setattr(module_codegen, "generate", refuse)
+    monkeypatch.setattr(module_codegen, "load", refuse)
     return calls
 
 
@@ -663,13 +659,13 @@ def spy_on_generate(monkeypatch) -> list:
     from compiler.codegen import module as module_codegen
 
     calls: list = []
-    real = module_codegen.generate
+    real = module_codegen.load
 
     def spy(fmt):
         calls.append(fmt)
         return real(fmt)
 
-    monkeypatch.setattr(module_codegen, "generate", spy)
+    monkeypatch.setattr(module_codegen, "load", spy)
     return calls
 
 
@@ -956,7 +952,10 @@ def test_plugin_writes_one_file_with_the_module_and_no_compiler_import(capsys, t
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
     }
     assert ast.literal_eval(names["NAME"]) == "q3"
-    assert ast.literal_eval(names["MODULE_SOURCE"]) == read("generated/qwen_qwen3_0_6b.py")
+    # The module is the spec's standalone export, verbatim.
+    code, standalone, _ = run(capsys, "export", "standalone", "specs/qwen_qwen3_0_6b.yaml")
+    assert code == 0 and standalone.startswith('"""Output parser for the')
+    assert ast.literal_eval(names["MODULE_SOURCE"]) == standalone
 
 
 def test_plugin_of_a_server_with_no_emitter_says_so(capsys, tmp_path, monkeypatch):

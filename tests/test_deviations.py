@@ -203,13 +203,10 @@ def nemo_with_eos(tmp_path_factory):
     shutil.copy(template, model / "chat_template.jinja")
     (model / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
     build(discover(None, [str(model)]), str(root / "specs"), str(root / "generated"), log=lambda m: None)
-    import importlib.util
+    from compiler.loader import load_generated
 
-    (path,) = [p for p in (root / "generated").glob("*.py") if p.name != "__init__.py"]
-    spec = importlib.util.spec_from_file_location("nemo_with_eos", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    (path,) = [p for p in (root / "generated").glob("*.py") if not p.name.startswith("_")]
+    module = load_generated(root / "generated", path.stem)
     assert module.STOP == ["</s>"]
     return module
 

@@ -4,12 +4,12 @@ formats rather than recognising known ones."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import pytest
 
 from compiler.build import build
+from compiler.loader import load_generated
 from compiler.render import EOS_PLACEHOLDER
 from compiler.sources import discover
 from tests import roundtrip as rt
@@ -33,13 +33,9 @@ def _parsers(out):
     parsers = {}
     folder = out / "generated"
     for name in sorted(os.listdir(folder)):
-        if name.endswith(".py") and name != "__init__.py":
+        if name.endswith(".py") and not name.startswith("_"):
             slug = name[:-3]
-            spec = importlib.util.spec_from_file_location(f"invented_{slug}", folder / name)
-            assert spec is not None and spec.loader is not None, name
-            parser = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(parser)
-            parsers[slug] = parser
+            parsers[slug] = load_generated(folder, slug)
     return parsers
 
 

@@ -1,26 +1,43 @@
-"""The structure of every generated module: nothing defined that nothing uses, a
-docstring that states the format, black-stable text, and the standard library's
-ast, json and re as its only imports.
+"""The structure of generated/: format modules that are their format, one runtime.
+
+- A format module is data plus bindings: its docstring states the format; then the
+  import of the runtime, ``__all__``, constants written as literals, and one statement
+  that binds its public names from the runtime. It defines no function or class, and
+  imports nothing but the runtime.
+- The runtime (generated/_runtime.py) imports only the standard library; every one of
+  its definitions is used, by the public names or by another definition that is; every
+  format constant it declares is read by its code or is public data; its StreamParser
+  has no private method that nothing calls.
+- black leaves every file as it is.
 
 (That a module regenerated from its spec gives the committed bytes is checked by
-tests/test_generated.py, which rebuilds everything from the templates; that the
-modules import with the standard library alone, in a fresh interpreter, too.)
+tests/test_generated.py; that the modules import with the standard library alone, in a
+fresh interpreter, too.)
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from compiler.codegen import module as module_codegen
+from compiler.runtime import binding, format as format_constants
+
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = sorted(path for path in (ROOT / "generated").glob("*.py") if path.name != "__init__.py")
-ALLOWED_IMPORTS = {"ast", "json", "re", "__future__"}
-# Checking that black leaves a module as it is takes ~0.3 s a module: ~20 s for
-# all of them on 2 cores, so all are checked.
+PACKAGE_FILES = ("__init__.py", "_runtime.py")
+MODULES = sorted(
+    path for path in (ROOT / "generated").glob("*.py") if path.name not in PACKAGE_FILES
+)
+RUNTIME = ROOT / "generated" / "_runtime.py"
+# What the runtime may import: the standard library's modules it needs.
+RUNTIME_IMPORTS = {"__future__", "ast", "json", "re", "sys", "typing"}
+# What the runtime's own machinery uses, besides the public names.
+RUNTIME_ENTRY = {"bind", "INTERFACE"}
 
 
 def _ids(paths):
@@ -71,42 +88,138 @@ def _defined(node: ast.stmt) -> set[str]:
 
 
 def _read(node: ast.AST) -> set[str]:
-    return {
-        n.id
-        for n in ast.walk(node)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del))
-    }
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Load, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            names.add(n.value)  # a name looked up by its string (PUBLIC, _given)
+    return names
 
 
 def test_there_are_modules():
     assert len(MODULES) >= 60
+    assert RUNTIME.is_file()
 
 
-# --- (a) nothing defined that nothing uses ---------------------------------------------
+# --- a format module is data plus bindings --------------------------------------------
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names = ",".join(alias.name for alias in node.names)
+            imported.add("." * node.level + (node.module or "") + f":{names}")
+    return imported
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
-def test_no_unused_top_level_definitions(path):
+def test_a_format_module_is_data_and_bindings(path):
     tree = _tree(path)
-    public = set(_top_value(tree, "__all__"))
-    reads = [_read(node) for node in tree.body]
-    unused = []
-    for index, node in enumerate(tree.body):
-        for name in sorted(_defined(node) - public - {"__all__"}):
-            # read by some other statement: a function calling only itself is unused
-            if not any(name in names for other, names in enumerate(reads) if other != index):
-                unused.append(f"line {node.lineno}: {name}")
-    assert not unused, unused
+    body = tree.body
+    assert isinstance(body[0], ast.Expr), "the module opens with its docstring"
+    binds = [
+        node
+        for node in body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func) == "_runtime.bind"
+    ]
+    assert len(binds) == 1, "one statement binds the public names from the runtime"
+    (target,) = binds[0].targets
+    assert isinstance(target, ast.Tuple)
+    assert [ast.unparse(name) for name in target.elts] == list(binding.PUBLIC)
+    problems = []
+    for node in body[1:]:
+        if node is binds[0] or isinstance(node, ast.If):  # the runtime's import
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if isinstance(node.value, ast.Name):  # one grammar named twice
+                continue
+            try:
+                ast.literal_eval(node.value)
+            except ValueError:
+                problems.append(f"line {node.lineno}: not a literal")
+            continue
+        problems.append(f"line {node.lineno}: {type(node).__name__}")
+    assert not problems, problems
+    assert _imports(tree) == {"__future__:annotations", ".:_runtime", "_runtime"}
+    assert not _read(tree) & {"__import__", "importlib", "exec", "eval"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
 def test_everything_public_is_defined(path):
     tree = _tree(path)
     defined = set().union(*(_defined(node) for node in tree.body))
-    assert set(_top_value(tree, "__all__")) <= defined
+    assert set(_top_value(tree, "__all__")) == set(module_codegen.PUBLIC) <= defined
 
 
-# --- (b) no private method of StreamParser that nothing calls -------------------------
+@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+def test_a_format_module_sets_only_declared_constants(path):
+    """A misspelt constant would be left out by bind, silently."""
+    tree = _tree(path)
+    written = set().union(*(_defined(node) for node in tree.body if not isinstance(node, ast.If)))
+    extra = written - set(format_constants.FORMAT_NAMES) - set(binding.PUBLIC) - {"__all__"}
+    assert not extra, sorted(extra)
+
+
+# --- the runtime: the standard library, nothing unused ----------------------------------
+
+
+def _runtime_names(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    names: dict[str, list[ast.stmt]] = {}
+    for node in tree.body:
+        for name in _defined(node):
+            names.setdefault(name, []).append(node)
+    return names
+
+
+def unused_runtime_definitions(path: Path) -> list[str]:
+    """The runtime's top-level names that neither the public names nor the runtime's
+    own machinery reach, through the definitions that read them."""
+    tree = _tree(path)
+    names = _runtime_names(tree)
+    reached = set(module_codegen.PUBLIC) | RUNTIME_ENTRY
+    # Statements that are no definition (module-level code) run at import: they count.
+    work = [node for node in tree.body if not _defined(node)]
+    work += [node for name in reached for node in names.get(name, ())]
+    seen: set[int] = set()
+    while work:
+        node = work.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in _read(node) & set(names) - reached:
+            reached.add(name)
+            work.extend(names[name])
+    return sorted(set(names) - reached - {"__all__"})
+
+
+def test_every_runtime_definition_is_used():
+    assert not unused_runtime_definitions(RUNTIME)
+
+
+def test_every_format_constant_is_read_or_public():
+    tree = _tree(RUNTIME)
+    read: set[str] = set()
+    for node in tree.body:
+        # A declaration reads its own name (as the string _given looks up): not a use.
+        if isinstance(node, ast.AnnAssign) and "_given" in _read(node):
+            continue
+        read |= _read(node)
+    unread = set(format_constants.FORMAT_NAMES) - read - set(module_codegen.PUBLIC_DATA)
+    assert not unread, sorted(unread)
+
+
+def test_the_runtime_imports_only_the_standard_library():
+    imported = {name.split(":")[0] for name in _imports(_tree(RUNTIME))}
+    assert imported <= RUNTIME_IMPORTS, sorted(imported - RUNTIME_IMPORTS)
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
 def _self_attributes(node: ast.AST) -> set[str]:
@@ -117,26 +230,14 @@ def _self_attributes(node: ast.AST) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
-def test_stream_parser_has_no_uncalled_private_methods(path):
+def uncalled_private_methods(path: Path) -> list[str]:
     tree = _tree(path)
     (cls,) = [
         node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "StreamParser"
     ]
     methods = {node.name: node for node in cls.body if isinstance(node, ast.FunctionDef)}
     private = {name for name in methods if name.startswith("_") and not name.startswith("__")}
-    # Called by another method:
-    lonely = [
-        name
-        for name in sorted(private)
-        if not any(
-            name in _self_attributes(body) for other, body in methods.items() if other != name
-        )
-    ]
-    assert not lonely, lonely
-    # ... and reached from a public method (two private methods calling only each
-    # other are dead too). A private attribute read outside the class counts as a
-    # way in.
+    # A private attribute read outside the class counts as a way in.
     outside = {
         n.attr
         for node in tree.body
@@ -150,10 +251,14 @@ def test_stream_parser_has_no_uncalled_private_methods(path):
         for name in _self_attributes(methods[work.pop()]) & private - reached:
             reached.add(name)
             work.append(name)
-    assert not private - reached, sorted(private - reached)
+    return sorted(private - reached)
 
 
-# --- (c) the docstring states the format ----------------------------------------------
+def test_stream_parser_has_no_uncalled_private_methods():
+    assert not uncalled_private_methods(RUNTIME)
+
+
+# --- the docstring states the format ----------------------------------------------------
 
 
 def _markers(spec: dict, stop: list[str]) -> list[tuple[str, str]]:
@@ -222,10 +327,12 @@ def test_the_marker_list_covers_the_required_markers():
     assert {marker for _, marker in _markers(spec, [])} == set()
 
 
-# --- (d) black leaves the text as it is -------------------------------------------------
+# --- black leaves the text as it is -------------------------------------------------------
+
+EVERY_FILE = [*MODULES, RUNTIME]
 
 
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
+@pytest.mark.parametrize("path", EVERY_FILE, ids=_ids(EVERY_FILE))
 def test_black_stable(path):
     black = pytest.importorskip("black")
     text = _source(path)
@@ -233,43 +340,46 @@ def test_black_stable(path):
     assert black.format_str(text, mode=mode) == text
 
 
-# --- (e) the standard library's ast, json and re only -----------------------------------
-
-
-@pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))
-def test_imports_only_ast_json_re(path):
-    imported = set()
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." * node.level + (node.module or ""))
-    assert imported <= ALLOWED_IMPORTS, sorted(imported - ALLOWED_IMPORTS)
-    # nor a way around the import statement
-    assert not _read(_tree(path)) & {"__import__", "importlib", "exec", "eval"}
-
-
 # --- the checks above catch what they are for -------------------------------------------
 
 SAMPLE = ROOT / "generated" / "qwen3_coder.py"
 
 
-def _mutant(tmp_path, old, new, count=1):
-    text = _source(SAMPLE)
+def _mutant(tmp_path, old, new, source=SAMPLE):
+    text = _source(source)
     assert text.count(old) >= 1, old
-    path = tmp_path / SAMPLE.name
-    path.write_text(text.replace(old, new, count), encoding="utf-8")
+    path = tmp_path / source.name
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
     return path
 
 
-def test_an_unused_definition_is_caught(tmp_path):
+def test_code_in_a_format_module_is_caught(tmp_path):
+    path = _mutant(tmp_path, "\n# The format.\n", "\n\ndef helper():\n    return 1\n\n\n# The format.\n")
+    with pytest.raises(AssertionError, match="FunctionDef"):
+        test_a_format_module_is_data_and_bindings(path)
+
+
+@pytest.mark.parametrize("statement", ["import os", "from . import x"])
+def test_other_imports_in_a_format_module_are_caught(tmp_path, statement):
+    path = _mutant(tmp_path, "\n__all__ = [", f"\n{statement}\n\n__all__ = [")
+    with pytest.raises(AssertionError):
+        test_a_format_module_is_data_and_bindings(path)
+
+
+def test_a_misspelt_constant_is_caught(tmp_path):
+    path = _mutant(tmp_path, "\nHAS_CALLS: bool = True\n", "\nHAS_CALL: bool = True\n")
+    with pytest.raises(AssertionError, match="HAS_CALL"):
+        test_a_format_module_sets_only_declared_constants(path)
+
+
+def test_an_unused_runtime_definition_is_caught(tmp_path):
     path = _mutant(
         tmp_path,
         "\n\ndef _skip_space(",
         "\n\ndef _orphan(x):\n    return _orphan(x)\n\n\ndef _skip_space(",
+        source=RUNTIME,
     )
-    with pytest.raises(AssertionError, match="_orphan"):
-        test_no_unused_top_level_definitions(path)
+    assert unused_runtime_definitions(path) == ["_orphan"]
 
 
 def test_an_uncalled_private_method_is_caught(tmp_path):
@@ -278,21 +388,10 @@ def test_an_uncalled_private_method_is_caught(tmp_path):
         "    def feed(self, chunk):",
         "    def _a(self):\n        return self._b()\n\n"
         "    def _b(self):\n        return self._a()\n\n"
-        "    def _c(self):\n        pass\n\n"
         "    def feed(self, chunk):",
+        source=RUNTIME,
     )
-    with pytest.raises(AssertionError, match="_c"):
-        test_stream_parser_has_no_uncalled_private_methods(path)
-    (tmp_path / "b").mkdir()
-    path = tmp_path / "b" / SAMPLE.name  # a new path: the parse caches are per path
-    path.write_text(
-        _source(path.parent.parent / SAMPLE.name).replace(
-            "    def _c(self):\n        pass\n\n", ""
-        ),
-        encoding="utf-8",
-    )
-    with pytest.raises(AssertionError, match="'_a', '_b'"):
-        test_stream_parser_has_no_uncalled_private_methods(path)
+    assert uncalled_private_methods(path) == ["_a", "_b"]
 
 
 def test_a_docstring_without_a_marker_is_caught(tmp_path):
@@ -302,13 +401,13 @@ def test_a_docstring_without_a_marker_is_caught(tmp_path):
 
 
 def test_a_module_black_would_change_is_caught(tmp_path):
-    path = _mutant(tmp_path, "def _skip_space(text, at):", "def _skip_space( text,at ):")
+    path = _mutant(tmp_path, "HAS_CALLS: bool = True", "HAS_CALLS:bool=True")
     with pytest.raises(AssertionError):
         test_black_stable(path)
 
 
-@pytest.mark.parametrize("statement", ["import os", "from . import x", "__import__('os')"])
-def test_other_imports_are_caught(tmp_path, statement):
-    path = _mutant(tmp_path, "import json\n", f"import json\n{statement}\n")
-    with pytest.raises(AssertionError):
-        test_imports_only_ast_json_re(path)
+def test_other_imports_in_the_runtime_are_caught(tmp_path, monkeypatch):
+    path = _mutant(tmp_path, "import json\n", "import json\nimport yaml\n", source=RUNTIME)
+    monkeypatch.setattr(sys.modules[__name__], "RUNTIME", path)
+    with pytest.raises(AssertionError, match="yaml"):
+        test_the_runtime_imports_only_the_standard_library()

@@ -124,14 +124,12 @@ def _module_with(slug: str, **polyfills):
     import dataclasses
 
     from compiler import model
-    from compiler.codegen.module import generate
+    from compiler.codegen.module import load
 
     spec = rt.load_spec(slug)
     fmt = model.build(spec, slug=slug, origin=f"specs/{slug}.yaml")
     fmt = dataclasses.replace(fmt, polyfills=dataclasses.replace(fmt.polyfills, **polyfills))
-    namespace: dict = {"__name__": f"prepared_{slug}"}
-    exec(compile(generate(fmt).module, f"{slug}.py", "exec"), namespace)
-    return namespace
+    return vars(load(fmt))
 
 
 CALLING = [slug for slug in rt.slugs() if rt.module(slug).TRIGGERS]

@@ -11,7 +11,8 @@ import os
 import pytest
 
 from compiler.analyze import analyze
-from compiler.build import outputs, spec_for
+from compiler.build import spec_for
+from compiler.loader import load_spec
 from compiler.render import ChatTemplate, RenderInputs
 from compiler.sources import TemplateSource
 
@@ -43,10 +44,7 @@ def compiled(source: str, slug: str = "inline"):
     )
     spec, warnings = spec_for(found, [], f"{slug}.yaml", time_budget=None)
     assert warnings == []
-    files = outputs(slug, spec)
-    namespace: dict = {"__name__": f"compiled_{slug}"}
-    exec(compile(files[f"{slug}.py"], f"{slug}.py", "exec"), namespace)
-    return spec, namespace
+    return spec, vars(load_spec(slug, spec))
 
 
 # ---------------------------------------------------------------------------

@@ -22,8 +22,10 @@ import random
 
 import pytest
 
-from compiler import model, spec as specs
+from compiler import model
+from compiler import spec as specs
 from compiler.codegen import response_template as emitter
+from compiler.loader import load_generated
 from tests import roundtrip as rt
 from tests.test_roundtrip import KNOWN_FAILURES
 
@@ -194,7 +196,6 @@ def invented(tmp_path_factory):
 def test_invented_formats(invented, monkeypatch):
     """Formats the corpus does not have: every template the build writes reads each
     round-trip text as parse does; a format without one says why in its review."""
-    import importlib.util
 
     monkeypatch.setattr(rt, "SPECS", str(invented / "specs"))
     compared, problems = 0, []
@@ -206,12 +207,7 @@ def test_invented_formats(invented, monkeypatch):
             assert any("cannot express" in note["message"] for note in spec["review"]), slug
             continue
         template = json.loads(path.read_text(encoding="utf-8"))
-        found = importlib.util.spec_from_file_location(
-            f"invented_{slug}", invented / "generated" / f"{slug}.py"
-        )
-        assert found is not None and found.loader is not None
-        module = importlib.util.module_from_spec(found)
-        found.loader.exec_module(module)
+        module = load_generated(invented / "generated", slug)
         for kind in rt.ALL_KINDS:
             case = rt.build_case(slug, kind)
             if case is None:

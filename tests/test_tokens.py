@@ -20,8 +20,9 @@ import struct
 import pytest
 
 from compiler import tokens as token_tables
-from compiler.build import build, outputs, spec_for
+from compiler.build import build, spec_for
 from compiler.check import check
+from compiler.loader import load_spec
 from compiler.sources import SourceError, discover
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
@@ -30,10 +31,7 @@ TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 def compiled(source) -> tuple[dict, dict]:
     """The spec of a source and its parser module, built in memory as the build would."""
     spec, _ = spec_for(source, [], f"{source.slug}.yaml", time_budget=None)
-    files = outputs(source.slug, spec)
-    namespace: dict = {"__name__": f"compiled_{source.slug}"}
-    exec(compile(files[f"{source.slug}.py"], f"{source.slug}.py", "exec"), namespace)
-    return spec, namespace
+    return spec, vars(load_spec(source.slug, spec))
 
 
 def template(name: str) -> str:

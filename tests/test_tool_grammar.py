@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from compiler.codegen import gbnf
-from compiler.triggers import regex, whole_output_shape
+from compiler.call_shapes import whole_output_shape
+from compiler.triggers import regex
 from tests import roundtrip as rt
 from tests.test_grammar import accepts, compile_grammar, format_of, why_rejected
 from tests.test_roundtrip import KNOWN_FAILURES

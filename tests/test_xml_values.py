@@ -12,13 +12,13 @@ stream at every chunking.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
 import pytest
 
 from compiler.build import build
+from compiler.loader import load_generated
 from compiler.render import ChatTemplate, RenderInputs
 from compiler.runtime.values import _unescaped
 from compiler.sources import discover
@@ -224,12 +224,7 @@ def escaping(tmp_path_factory):
     (root / "templates" / "escaping_xml.jinja").write_text(ESCAPING, encoding="utf-8")
     build(discover(str(root / "templates")), str(root / "specs"), str(root / "generated"),
           log=lambda message: None)  # fmt: skip
-    loader = importlib.util.spec_from_file_location(
-        "xml_values_escaping", root / "generated" / "escaping_xml.py"
-    )
-    assert loader is not None and loader.loader is not None
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
+    module = load_generated(root / "generated", "escaping_xml")
     template = ChatTemplate(ESCAPING, "escaping_xml.jinja", RenderInputs(None, None, {}))
     return module.SPEC, module, template
 

@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import triggers
 from ..charclass import NOT_IN_NAMES, WS_CHARS, class_body, name_class
 from ..model import Format, Part, ValueSyntax
 from ..runtime.schema_gbnf import JSON_RULES, PY_RULES
@@ -1010,7 +1009,7 @@ class _Grammar:
         whitespace before it."""
         content = self.fmt.content
         if not content.wrapped:
-            shape = triggers.whole_output_shape(self.fmt.calls)
+            shape = self.fmt.calls.output_shape if self.fmt.calls else None
             if shape is not None:
                 # No marker opens a call: content is what does not start like one.
                 body = self.add("content-body", _not_starting_with(shape))

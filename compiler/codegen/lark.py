@@ -41,7 +41,6 @@ import string
 from ..charclass import NOT_IN_NAMES, class_body, marker_pieces, name_class
 from ..model import KEY_SLOT, Format, ValueSyntax
 from ..runtime.lark import _lark_regex as rx
-from ..triggers import whole_output_shape
 
 WS = r"\s*"
 ANY = "(?s:.*)"
@@ -496,7 +495,7 @@ class _Lark:
         content = self.fmt.content
         calls = self.fmt.calls
         if not content.wrapped:
-            shape = whole_output_shape(calls)
+            shape = calls.output_shape if calls else None
             if shape is not None:
                 # No marker opens a call: content is what does not start like one.
                 body = self.add("CONTENT", f"/{ANY}/ & ~/{_shape(shape)}{ANY}/")

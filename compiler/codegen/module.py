@@ -1,14 +1,12 @@
-"""Format model → a standalone parser module (standard library only), formatted by
-black.
+"""Format model → the text of its format module, generated/<slug>.py, and of its
+grammar files: the format's constants and data, and one line that runs the runtime
+(generated/_runtime.py, ``runtime_module``) on them. Or, on request, one standalone
+module: the same constants, then the runtime's text.
 
-A module is made of three parts, in this order:
-
-1. the format: a docstring that states it, and its constants (markers, field paths,
-   a tagged call's holes), named as ``compiler/runtime/format.py`` declares them;
-2. the runtime: the definitions of ``compiler/runtime/`` that this format reaches,
-   copied from their source with the branches its constants decide folded
-   (``specialize.fold``) — no Python is written here as text;
-3. the data: ``SPEC`` and the grammar texts.
+Each export (the GBNF grammars, the structural tag's parts, the Lark rules, the
+response template) is made on its own: one that fails is listed in the module's
+``MISSING_EXPORTS`` with why, its functions raise ``ValueError`` saying so, and the
+module is written all the same, ``parse`` and ``StreamParser`` in it.
 
 Every string that came from a template is written with ``repr``, so it can only ever
 be a string literal.
@@ -18,32 +16,25 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass
+import types
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import black
 
 from .. import model as models
-from ..runtime import format as slots_module
+from ..runtime import binding
+from ..runtime import format as format_constants
 from . import gbnf
 from . import lark as lark_rules
+from . import response_template as response_templates
+from . import runtime_module
 from . import structural_tag as structural_tags
-from .specialize import fold
 
 _MODE = black.Mode(line_length=88, target_versions={black.TargetVersion.PY311})
-RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
-# The runtime modules, in the order their definitions are written (each after those
-# it uses at import time).
-RUNTIME_MODULES = ("text", "values", "calls", "parse", "stream", "schema_gbnf", "grammar", "structural_tag", "lark", "prepare")
-PUBLIC = (
-    "parse",
-    "StreamParser",
-    "grammar",
-    "tool_call_grammar",
-    "structural_tag",
-    "lark_grammar",
-    "prepare_messages",
+# The module's public data, besides the functions bind hands back (binding.PUBLIC).
+PUBLIC_DATA = (
     "GBNF",
     "GBNF_TOOLS",
     "TRIGGERS",
@@ -53,55 +44,49 @@ PUBLIC = (
     "BOS_TOKEN_ID",
     "EOS_TOKEN_IDS",
     "SPEC",
+    "MISSING_EXPORTS",
 )
-# Format constants written after the runtime rather than before it: data, not format.
-TRAILING = ("SPEC", "GBNF", "_GRAMMAR_NO_THINKING", "GBNF_TOOLS", "_GRAMMAR_CHOICES", "_STRUCTURAL_TAG", "_LARK")
-STDLIB = ("ast", "json", "re")
+PUBLIC = binding.PUBLIC + PUBLIC_DATA
+# Constants written at the module's top whatever their value: its public format data.
+ALWAYS = ("STOP", "TRIGGERS", "PRESERVED_TOKENS", "TOKEN_IDS", "BOS_TOKEN_ID", "EOS_TOKEN_IDS")
+# Data written after the format's constants (large, and no part of its first screen).
+TRAILING = (
+    "SPEC",
+    "GBNF",
+    "_GRAMMAR_NO_THINKING",
+    "GBNF_TOOLS",
+    "_GRAMMAR_CHOICES",
+    "_STRUCTURAL_TAG",
+    "_LARK",
+)
 
 
 @dataclass(frozen=True)
 class Generated:
-    """Everything generated for one format: file name → text (None: no file)."""
+    """Everything generated for one format: its module's text, its grammar files
+    (None: no file), its response template, and the exports that could not be made
+    (export → why)."""
 
     module: str
-    grammar: str
+    grammar: str | None
     tool_grammar: str | None
+    response_template: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
 
     def files(self, slug: str) -> dict[str, str | None]:
         return {
             f"{slug}.py": self.module,
             f"{slug}.gbnf": self.grammar,
             f"{slug}.tools.gbnf": self.tool_grammar,
+            f"{slug}.response_template.json": self.response_template,
         }
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """One top-level statement of the runtime, with the comments written above it; a
-    class is its head (the class line, docstring and attributes) and its methods, each
-    a unit of its own written at top level, so that each is folded and formatted
-    apart."""
-
-    text: str
-    defines: frozenset[str]
-    slots: frozenset[str]  # the format constants it reads
-    methods: tuple[_Unit, ...] = ()
-
-
-def _names_defined(node: ast.stmt) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-        return {node.name}
-    names = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-            names.add(child.id)
-    return names
-
-
 @functools.cache
-def _slot_declarations() -> dict[str, str]:
+def _declarations() -> dict[str, str]:
     """Format constant → its annotation, as ``format.py`` declares it."""
-    tree = ast.parse((RUNTIME / "format.py").read_text(encoding="utf-8"))
+    path = runtime_module.RUNTIME / "format.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     return {
         node.target.id: ast.unparse(node.annotation)
         for node in tree.body
@@ -109,73 +94,13 @@ def _slot_declarations() -> dict[str, str]:
     }
 
 
-def _first_line(lines: list[str], node: ast.stmt) -> int:
-    """Where a statement's text begins: its decorators and the comments above it."""
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    while first > 1 and lines[first - 2].lstrip().startswith("#"):
-        first -= 1
-    return first
-
-
-def _slots_read(node: ast.AST) -> frozenset[str]:
-    """The format constants a definition reads that the folding may decide on (the
-    data written after the runtime is not known to it)."""
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return frozenset(names & set(_slot_declarations()) - set(TRAILING))
-
-
-def _class_unit(lines: list[str], node: ast.ClassDef) -> _Unit:
-    methods = [item for item in node.body if isinstance(item, ast.FunctionDef)]
-    if not methods or any(
-        not isinstance(item, ast.FunctionDef) for item in node.body[node.body.index(methods[0]) :]
-    ):
-        raise ValueError(f"runtime class {node.name}: methods must come last")
-    head_end = _first_line(lines, methods[0]) - 1
-    head = "".join(lines[_first_line(lines, node) - 1 : head_end]).rstrip("\n") + "\n"
-    units = []
-    for method in methods:
-        text = "".join(lines[_first_line(lines, method) - 1 : method.end_lineno])
-        dedented = "".join(
-            line[4:] if line.strip() else line.lstrip(" ")
-            for line in text.splitlines(keepends=True)
-        )
-        units.append(_Unit(dedented, frozenset({method.name}), _slots_read(method)))
-    head_slots = _slots_read(
-        ast.Module(body=node.body[: node.body.index(methods[0])], type_ignores=[])
-    )
-    return _Unit(head, frozenset({node.name}), head_slots, tuple(units))
-
-
-@functools.cache
-def runtime_units() -> tuple[_Unit, ...]:
-    """Every top-level definition of the runtime modules, in writing order."""
-    units = []
-    for name in RUNTIME_MODULES:
-        text = (RUNTIME / f"{name}.py").read_text(encoding="utf-8")
-        lines = text.splitlines(keepends=True)
-        tree = ast.parse(text)
-        for position, node in enumerate(tree.body):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            if not position and isinstance(node, ast.Expr):
-                continue  # the module's docstring
-            if _names_defined(node) & set(TRAILING):
-                continue  # data a module writes after the runtime, with its own values
-            if isinstance(node, ast.ClassDef) and any(
-                isinstance(item, ast.FunctionDef) for item in node.body
-            ):
-                units.append(_class_unit(lines, node))
-                continue
-            source = "".join(lines[_first_line(lines, node) - 1 : node.end_lineno])
-            units.append(_Unit(source, frozenset(_names_defined(node)), _slots_read(node)))
-    return tuple(units)
-
-
-def slots(fmt: models.Format) -> dict[str, Any]:
-    """The values of the format constants (``compiler/runtime/format.py``) for ``fmt``."""
-    values = {name: getattr(slots_module, name) for name in _slot_declarations()}
+def constants(fmt: models.Format) -> dict[str, Any]:
+    """The values of the format constants (``compiler/runtime/format.py``) for ``fmt``,
+    but those of its exports (``exports``): neutral where the format does not set them."""
+    values = {name: getattr(format_constants, name) for name in format_constants.FORMAT_NAMES}
     reasoning, content, calls = fmt.reasoning, fmt.content, fmt.calls
     values.update(
+        SPEC=fmt.spec,
         STOP=list(fmt.stop),
         TRIGGERS=fmt.llama_cpp_triggers(),
         PRESERVED_TOKENS=list(fmt.preserved_tokens),
@@ -200,7 +125,6 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         CONTENT_START=content.start if content.wrapped else "",
         CONTENT_END=content.end if content.wrapped else "",
         HAS_CALLS=calls is not None,
-        TOOL_NAME_RULE=gbnf.NAME_RULE,
     )
     values.update(_prepare_slots(fmt.polyfills))
     if calls is None:
@@ -224,7 +148,6 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         JSON_CALLS=calls.format == "json",
         NAMES_IN_JSON=calls.format == "json",
         TYPED_VALUES=calls.typed_values,
-        **gbnf.hooks(fmt),
         NAME_ESCAPES={written: char for char, written in calls.name_escapes},
     )
     if calls.json is not None:
@@ -311,88 +234,6 @@ def _prepare_slots(polyfills: models.Polyfills) -> dict[str, Any]:
     }
 
 
-# A method is formatted at top level with four columns less, then indented.
-_METHOD_MODE = black.Mode(line_length=84, target_versions={black.TargetVersion.PY311})
-
-
-@functools.lru_cache(maxsize=4096)
-def _formatted(text: str, method: bool = False) -> str:
-    return black.format_str(text, mode=_METHOD_MODE if method else _MODE)
-
-
-# (unit, the values of the constants it reads) → its specialized text: the folding
-# depends on nothing else, and most formats share most answers.
-_SPECIALIZED: dict[tuple, str] = {}
-
-
-def _specialized(unit: _Unit, values: dict[str, Any], method: bool = False) -> str:
-    """A unit's text with the branches the format's constants decide folded."""
-    key = (unit, tuple(sorted((name, _frozen(values[name])) for name in unit.slots)))
-    text = _SPECIALIZED.get(key)
-    if text is None:
-        folded = fold(unit.text, {name: values[name] for name in unit.slots})
-        text = unit.text if folded == unit.text else _formatted(folded, method)
-        _SPECIALIZED[key] = text
-    return text
-
-
-@functools.lru_cache(maxsize=8192)
-def _references(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(names read, attributes of ``self`` read) in ``text``."""
-    names, attributes = set(), set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        ):
-            attributes.add(node.attr)
-    return frozenset(names), frozenset(attributes)
-
-
-def _class_text(unit: _Unit, values: dict[str, Any]) -> str:
-    """A class with its methods specialized, less the private ones no kept method
-    calls."""
-    methods = {
-        next(iter(method.defines)): _specialized(method, values, method=True)
-        for method in unit.methods
-    }
-    kept = {name for name in methods if not name.startswith("_") or name.startswith("__")}
-    work = list(kept)
-    while work:
-        for name in _references(methods[work.pop()])[1] & set(methods) - kept:
-            kept.add(name)
-            work.append(name)
-    bodies = [
-        "".join("    " + line if line.strip() else line for line in text.splitlines(keepends=True))
-        for name, text in methods.items()
-        if name in kept
-    ]
-    return unit.text + "\n" + "\n".join(bodies)
-
-
-def _reachable(units: list[tuple[str, frozenset[str]]]) -> list[str]:
-    """The texts of the units that the public names reach, in their order."""
-    references = [_references(text)[0] for text, _ in units]
-    kept: set[int] = set()
-    wanted = set(PUBLIC)
-    changed = True
-    while changed:
-        changed = False
-        for index, (_, defines) in enumerate(units):
-            if index not in kept and defines & wanted:
-                kept.add(index)
-                wanted |= references[index]
-                changed = True
-    return [units[index][0] for index in sorted(kept)]
-
-
-def _constant(name: str, value: Any) -> str:
-    return f"{name}: {_slot_declarations()[name]} = {value!r}\n"
-
-
 def _grammar_constant(name: str, text: str) -> str:
     """A grammar as one string literal per rule, so it reads like the .gbnf file."""
     lines = [repr(line) for line in text.splitlines(keepends=True)]
@@ -412,7 +253,7 @@ def _lark_constant(parts: dict[str, str]) -> str:
     return "_LARK = {\n" + "".join(items) + "}\n"
 
 
-def _docstring(fmt: models.Format) -> str:
+def _docstring(fmt: models.Format, standalone: bool) -> str:
     lines = [
         f"Output parser for the {fmt.slug!r} chat format.",
         "",
@@ -427,78 +268,196 @@ def _docstring(fmt: models.Format) -> str:
         f"this template reads ({', '.join(fmt.polyfills.applied()) or 'nothing to rewrite'}).",
         "",
         f"Generated by `python -m compiler build` from the spec {Path(fmt.origin).name}.",
-        "Do not edit it: add an override to the spec and rebuild. The code after the",
-        "format's constants is compiler/runtime/, specialized to this format.",
+        "Do not edit it: add an override to the spec and rebuild.",
+        *(
+            [
+                "Standalone (`python -m compiler export standalone`): the format's",
+                "constants, then the runtime (compiler/runtime/) that reads them.",
+            ]
+            if standalone
+            else [
+                "This module is the format's data; the code that reads it is the runtime,",
+                "_runtime.py beside it, run on this format by the last line (bind).",
+            ]
+        ),
     ]
     text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     return '"""' + text + '\n"""\n'
 
 
-def generate(fmt: models.Format) -> Generated:
-    """The module text and grammar files of one format."""
+
+
+def _gbnf(fmt: models.Format) -> dict[str, Any]:
     grammar = gbnf.build(fmt, enable_thinking=True)
     no_thinking = gbnf.build(fmt, enable_thinking=False)
-    tool_grammar = gbnf.build_tool_calls(fmt)
-    values = slots(fmt)
-    units = []
-    for unit in runtime_units():
-        text = _class_text(unit, values) if unit.methods else _specialized(unit, values)
-        units.append((text, unit.defines))
-    body = _reachable(units)
-    used: set[str] = set()
-    for text in body:
-        used |= _references(text)[0]
-    used |= set(PUBLIC)
-    leading = [name for name in _slot_declarations() if name in used and name not in TRAILING]
-    head = [
-        _docstring(fmt),
-        "from __future__ import annotations\n",
-        "".join(f"import {name}\n" for name in STDLIB if name in used),
-        f"__all__ = {list(PUBLIC)!r}\n",
-        "# The format.\n" + "".join(_constant(name, values[name]) for name in leading),
-    ]
-    tail = [
+    values: dict[str, Any] = {
+        "GBNF": grammar,
+        "_GRAMMAR_NO_THINKING": no_thinking,
+        "GBNF_TOOLS": gbnf.build_tool_calls(fmt),
+    }
+    if fmt.has_calls:
+        values["_GRAMMAR_CHOICES"] = gbnf.choices(fmt)
+        values.update(gbnf.hooks(fmt))
+    return values
+
+
+def _response_template(fmt: models.Format) -> dict[str, Any]:
+    return {"response_template": response_templates.text(fmt)}
+
+
+# Each export: the format → the constants it gives the module (``response_template``:
+# the text of its file, not a constant). One that raises is missing, alone.
+EXPORTS: dict[str, Callable[[models.Format], dict[str, Any]]] = {
+    "gbnf": _gbnf,
+    "structural_tag": lambda fmt: {"_STRUCTURAL_TAG": structural_tags.plan(fmt)},
+    "lark": lambda fmt: {"_LARK": lark_rules.build(fmt)},
+    "response_template": _response_template,
+}
+
+
+def exports(fmt: models.Format) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the constants of the exports that could be made, export → why for each that
+    could not)."""
+    made: dict[str, Any] = {}
+    missing: dict[str, str] = {}
+    for name, make in EXPORTS.items():
+        try:
+            made.update(make(fmt))
+        except Exception as error:  # an emitter's failure costs its export only
+            missing[name] = f"{type(error).__name__}: {error}"
+    if "gbnf" in missing:  # no grammar files for a module whose grammar() refuses
+        made.update(GBNF=None, GBNF_TOOLS=None)
+    return made, missing
+
+
+def _constant(name: str, value: Any) -> str:
+    return f"{name}: {_declarations()[name]} = {value!r}\n"
+
+
+def _format_section(values: dict[str, Any]) -> str:
+    """The format's constants that differ from their neutral values (and its public
+    data, whatever its value), in the order format.py declares them."""
+    lines = []
+    for name in format_constants.FORMAT_NAMES:
+        if name in TRAILING or name == "MISSING_EXPORTS":
+            continue
+        if name in ALWAYS or values[name] != getattr(format_constants, name):
+            lines.append(_constant(name, values[name]))
+    lines.append(_constant("MISSING_EXPORTS", values["MISSING_EXPORTS"]))
+    return "# The format.\n" + "".join(lines)
+
+
+def _data_section(fmt: models.Format, values: dict[str, Any]) -> str:
+    grammar = values["GBNF"]
+    no_thinking = values["_GRAMMAR_NO_THINKING"]
+    tools = values["GBNF_TOOLS"]
+    parts = [
         "# The resolved spec this module was generated from.\n" + f"SPEC = {fmt.spec!r}\n",
         "# The grammar of a whole output, thinking on (also the .gbnf file).\n"
-        + _grammar_constant("GBNF", grammar),
-        "# ... and thinking off.\n"
-        + (
-            "_GRAMMAR_NO_THINKING = GBNF\n"
-            if no_thinking == grammar
-            else _grammar_constant("_GRAMMAR_NO_THINKING", no_thinking)
-        ),
+        + ("GBNF = None\n" if grammar is None else _grammar_constant("GBNF", grammar)),
+    ]
+    if no_thinking != format_constants._GRAMMAR_NO_THINKING:
+        parts.append(
+            "# ... and thinking off.\n"
+            + (
+                "_GRAMMAR_NO_THINKING = GBNF\n"
+                if no_thinking == grammar
+                else _grammar_constant("_GRAMMAR_NO_THINKING", no_thinking)
+            )
+        )
+    parts.append(
         "# The grammar of the tool calls, from where TRIGGERS fire on.\n"
-        + (
-            "GBNF_TOOLS = None\n"
-            if tool_grammar is None
-            else _grammar_constant("GBNF_TOOLS", tool_grammar)
-        ),
-        (
+        + ("GBNF_TOOLS = None\n" if tools is None else _grammar_constant("GBNF_TOOLS", tools))
+    )
+    if values["_GRAMMAR_CHOICES"] != format_constants._GRAMMAR_CHOICES:
+        parts.append(
             "# The rules of the grammars for other tool_choice and parallel_tool_calls"
             " settings\n# that differ from the default's.\n"
-            + f"_GRAMMAR_CHOICES = {gbnf.choices(fmt)!r}\n"
-            if fmt.has_calls
-            else ""
-        ),
-        "# The parts structural_tag() builds xgrammar's structural tags from.\n"
-        + f"_STRUCTURAL_TAG: dict = {structural_tags.plan(fmt)!r}\n",
-        "# The format's Lark rules, which lark_grammar() completes with the tools.\n"
-        + _lark_constant(lark_rules.build(fmt)),
-    ]
-    module = (
-        _formatted("\n".join(head))
-        + "\n\n"
-        + "\n\n".join(text.rstrip("\n") + "\n" for text in body)
-        + "\n\n"
-        + _formatted("\n".join(tail))
+            + f"_GRAMMAR_CHOICES = {values['_GRAMMAR_CHOICES']!r}\n"
+        )
+    if values["_STRUCTURAL_TAG"] != format_constants._STRUCTURAL_TAG:
+        parts.append(
+            "# The parts structural_tag() builds xgrammar's structural tags from.\n"
+            + f"_STRUCTURAL_TAG: dict = {values['_STRUCTURAL_TAG']!r}\n"
+        )
+    if values["_LARK"] != format_constants._LARK:
+        parts.append(
+            "# The format's Lark rules, which lark_grammar() completes with the tools.\n"
+            + _lark_constant(values["_LARK"])
+        )
+    return "\n".join(parts)
+
+
+def _values(fmt: models.Format) -> tuple[dict[str, Any], str | None]:
+    """(every format constant's value, the response template's text)."""
+    values = constants(fmt)
+    made, missing = exports(fmt)
+    response_template = made.pop("response_template", None)
+    values.update(made)
+    values["MISSING_EXPORTS"] = missing
+    undeclared = set(values) - set(format_constants.FORMAT_NAMES)
+    if undeclared:  # the runtime would never see them: format.py declares what it reads
+        raise RuntimeError(f"format constants not declared in format.py: {sorted(undeclared)}")
+    return values, response_template
+
+
+def _all() -> str:
+    return f"__all__ = {list(PUBLIC)!r}\n"
+
+
+def generate(fmt: models.Format) -> Generated:
+    """The format module of ``fmt``, its grammar files and response template."""
+    values, response_template = _values(fmt)
+    binds = ", ".join(binding.PUBLIC)
+    text = "\n".join(
+        [
+            _docstring(fmt, standalone=False),
+            "from __future__ import annotations\n",
+            "if __package__:\n    from . import _runtime\n"
+            "else:  # a folder on sys.path, not imported as a package\n"
+            "    import _runtime  # type: ignore[import-not-found, no-redef]\n",
+            _all(),
+            _format_section(values),
+            _data_section(fmt, values),
+            "# The parsers and exports: the runtime (_runtime.py) run on this format.\n"
+            f"({binds},) = _runtime.bind(globals(), {binding.INTERFACE})\n",
+        ]
     )
-    return Generated(module, grammar, tool_grammar)
+    return Generated(
+        black.format_str(text, mode=_MODE),
+        values["GBNF"],
+        values["GBNF_TOOLS"],
+        response_template,
+        values["MISSING_EXPORTS"],
+    )
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in for a constant's value, for the folding cache."""
-    if isinstance(value, dict):
-        return tuple(sorted((repr(k), _frozen(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_frozen(item) for item in value)
-    return value
+def standalone(fmt: models.Format) -> str:
+    """One self-contained module for ``fmt``: its format's constants and data, then the
+    runtime that reads them (standard library only)."""
+    values, _ = _values(fmt)
+    imports, sections = runtime_module.standalone_parts()
+    head = "\n".join(
+        [
+            _docstring(fmt, standalone=True),
+            "from __future__ import annotations\n",
+            imports,
+            _all(),
+            _format_section(values),
+            _data_section(fmt, values),
+        ]
+    )
+    # The runtime's text is black's already (runtime_module.shared).
+    return black.format_str(head, mode=_MODE) + "\n\n" + sections
+
+
+def load(fmt: models.Format) -> types.ModuleType:
+    """The parser of ``fmt`` as a module made in memory, written nowhere: the format's
+    constants, and the runtime bound to them (what its format module holds, without
+    generating or formatting any text)."""
+    values, _ = _values(fmt)
+    parser = types.ModuleType(f"chatfmt_{fmt.slug}")
+    parser.__dict__.update(values, __all__=list(PUBLIC))
+    functions = runtime_module.in_memory().bind(parser.__dict__, binding.INTERFACE)
+    parser.__dict__.update(zip(binding.PUBLIC, functions, strict=True))
+    return parser

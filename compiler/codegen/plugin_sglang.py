@@ -1,11 +1,13 @@
-"""model.Format (+ its generated module) → one SGLang plugin file.
+"""model.Format (+ its standalone module) → one SGLang plugin file.
 
 The plugin is ``plugin_sglang_template.py`` with its ``# filled in`` lines given this
-format's values. The generated module goes into the plugin as a string, executed into
+format's values. The format's standalone module (``python -m compiler export
+standalone``: the format and the runtime in one) goes into the plugin as a string,
+executed into
 a module of its own when the plugin is imported: one file to copy to a server, run
 as the launcher or imported by one, with no sibling to find on ``sys.path``. The
-string is the module verbatim, so what runs is byte for byte the module the project
-tests.
+string is the module verbatim, so what runs is byte for byte the standalone module the
+project tests.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _docstring(fmt: model.Format, name: str, has_calls: bool, how_it_reads: str)
 
 
 def text(fmt: model.Format, module_source: str, name: str) -> str:
-    """The plugin file for ``fmt``, whose generated module is ``module_source``,
+    """The plugin file for ``fmt``, whose standalone module is ``module_source``,
     registered with SGLang under ``name``."""
     check_name(name)
     has_calls = fmt.calls is not None

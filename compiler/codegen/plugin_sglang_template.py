@@ -60,7 +60,7 @@ NAME = "chatfmt"  # filled in: the name both detectors are registered under
 REASONING_START = ""  # filled in: the reasoning block's opener ("" where none)
 REASONING_END = ""  # filled in: its closer ("" where the format has no block)
 HAS_CALLS = False  # filled in: whether the format writes tool calls
-MODULE_SOURCE = ""  # filled in: the generated parser module, verbatim
+MODULE_SOURCE = ""  # filled in: the parser as one standalone module, verbatim
 
 # What the reasoning detector puts before the output it hands on: the reasoning is
 # sent, and the prompt had thinking on (first) or off. Private-use characters: no

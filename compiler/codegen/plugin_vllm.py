@@ -1,12 +1,14 @@
-"""model.Format (+ its generated module) → one vLLM plugin file.
+"""model.Format (+ its standalone module) → one vLLM plugin file.
 
 The plugin is ``plugin_vllm_template.py`` with its ``# filled in`` lines given this
-format's values. The generated module goes into the plugin as a string, executed into
+format's values. The format's standalone module (``python -m compiler export
+standalone``: the format and the runtime in one) goes into the plugin as a string,
+executed into
 a module of its own when vLLM imports the plugin: vLLM imports a plugin by file path
 (``--tool-parser-plugin FILE``), under the file's name, with nothing added to
 ``sys.path``, so a sibling module file could not be imported by name; one file is also
 one thing to copy to a server. The string is the module verbatim, so what runs is
-byte for byte the module the project tests.
+byte for byte the standalone module the project tests.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _docstring(fmt: model.Format, name: str, how_it_reads: str) -> str:
 
 
 def text(fmt: model.Format, module_source: str, name: str) -> str:
-    """The plugin file for ``fmt``, whose generated module is ``module_source``,
+    """The plugin file for ``fmt``, whose standalone module is ``module_source``,
     registered with vLLM under ``name``."""
     check_name(name)
     how_it_reads, body = read_template(TEMPLATE)

@@ -45,7 +45,7 @@ from vllm.tool_parsers import ToolParser, ToolParserManager
 NAME = "chatfmt"  # filled in: the name both parsers are registered under
 REASONING_STARTS: tuple[str, ...] = ()  # filled in: the openers of the reasoning block
 REASONING_END = ""  # filled in: its closer ("" where the format has no block)
-MODULE_SOURCE = ""  # filled in: the generated parser module, verbatim
+MODULE_SOURCE = ""  # filled in: the parser as one standalone module, verbatim
 
 
 def _load_format() -> types.ModuleType:

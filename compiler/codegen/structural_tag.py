@@ -39,7 +39,6 @@ What each part means:
 
 from __future__ import annotations
 
-from .. import triggers as trigger_shapes
 from ..charclass import WS_CHARS, name_class
 from ..model import KEY_SLOT, Calls, Format, Part
 from . import gbnf
@@ -109,7 +108,7 @@ def _calls(fmt: Format) -> dict | None:
         openers.append(content.start.strip())
     bare = None
     if calls.bare:
-        shape = trigger_shapes.whole_output_shape(calls)
+        shape = calls.output_shape
         if shape is not None:
             bare = f"root ::= {gbnf._not_starting_with(shape)}\nany ::= {gbnf.ANY_CHAR}*\n"
     found = {

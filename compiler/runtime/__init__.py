@@ -1,8 +1,7 @@
-"""The runtime every generated parser module is made of.
+"""The runtime every generated parser module runs on.
 
 These are ordinary modules: imported, linted, type-checked and unit-tested here
-(tests/runtime/). A generated module is one standalone file: the generator
-(compiler/codegen/module.py) sets the format's constants declared in ``format.py``,
-copies in the definitions of these modules that the format reaches, folds the
-branches its constants decide, and leaves out the rest.
+(tests/runtime/), with the neutral format of ``format.py``. The build writes them, one
+after another, as one module, generated/_runtime.py (compiler/codegen/runtime_module.py);
+each format module runs it on its own constants through ``binding.bind``.
 """

@@ -12,6 +12,7 @@ from .format import (
     GBNF,
     GBNF_TOOLS,
     HAS_CALLS,
+    MISSING_EXPORTS,
     NAMES_IN_JSON,
     TOOL_ARGUMENTS,
     TOOL_NAME_RULE,
@@ -40,6 +41,7 @@ def grammar(
     "required" (at least one call), or ``{"type": "function", "function": {"name":
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
+    _require("gbnf")
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -58,11 +60,22 @@ def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=Tru
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
+    _require("gbnf")
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
     changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
     return _for_tools(GBNF_TOOLS, changes, tools, named)
+
+
+def _require(export):
+    """Refuse (ValueError) an export the build could not make for this format."""
+    why = MISSING_EXPORTS.get(export)
+    if why is not None:
+        raise ValueError(
+            "this module has no %s export: the build could not make it (%s)"
+            % (export, why)
+        )
 
 
 def _tool_choice(tool_choice):

@@ -16,16 +16,8 @@ from __future__ import annotations
 
 import json
 
-from .format import HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
-
-# The format's Lark rules by part (compiler/codegen/lark.py writes each module's
-# own). This default, for a format read as plain text: any output.
-_LARK: dict[str, str] = {
-    "start": "start: reply\n",
-    "start-no-thinking": "start: reply\n",
-    "none": "reply: ANY\nANY: /(?s:.*)/\n",
-    "rules": "",
-}
+from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
+from .grammar import _require
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -52,6 +44,7 @@ def lark_grammar(
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
+    _require("lark")
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:

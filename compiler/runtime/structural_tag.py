@@ -1,17 +1,14 @@
 """xgrammar's structural tag for a format's outputs, built at call time from the tools.
 
 ``_STRUCTURAL_TAG`` holds the format's parts (``compiler/codegen/structural_tag.py``
-says what each means); a generated module defines it after the runtime, with the
-format's own. Every template string reaches the result as a JSON string, never as
+says what each means); a format module gives its own (format.py declares it). Every template string reaches the result as a JSON string, never as
 code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 """
 
 from __future__ import annotations
 
-from .format import CONTENT_AS_UNIT
-
-# The format's parts; neutral here (no reasoning, no calls).
-_STRUCTURAL_TAG: dict = {"reasoning": {"on": None, "off": None}, "calls": None}
+from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
+from .grammar import _require
 
 
 def structural_tag(
@@ -24,6 +21,7 @@ def structural_tag(
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call."""
+    _require("structural_tag")
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
     if isinstance(tool_choice, dict):

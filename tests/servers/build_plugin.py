@@ -1,9 +1,8 @@
 """Build a server plugin file from a spec, as the tests use it.
 
 ``python -m tests.servers.build_plugin sglang specs/<slug>.yaml -o FILE [--name N]``
-writes what ``python -m compiler plugin sglang`` writes, from the spec and the module
-the build generated for it (``generated/<slug>.py``, which tests/test_generated.py
-keeps equal to what the compiler makes of the spec).
+writes what ``python -m compiler plugin sglang`` writes: the spec's standalone module
+(``python -m compiler export standalone``) in the server's plugin template.
 """
 
 from __future__ import annotations
@@ -15,6 +14,16 @@ from pathlib import Path
 
 from compiler import model
 from compiler import spec as specs
+from compiler.codegen.module import standalone
+
+_STANDALONE: dict[str, str] = {}
+
+
+def standalone_text(fmt: model.Format) -> str:
+    """The format's standalone module (made once per format: it is formatted by black)."""
+    if fmt.slug not in _STANDALONE:
+        _STANDALONE[fmt.slug] = standalone(fmt)
+    return _STANDALONE[fmt.slug]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +34,7 @@ def plugin_text(server: str, spec_path: str | os.PathLike, name: str | None = No
     spec_path = Path(spec_path)
     slug = spec_path.stem
     fmt = model.build(specs.load(spec_path), slug=slug, origin=str(spec_path))
-    source = (ROOT / "generated" / f"{slug}.py").read_text(encoding="utf-8")
+    source = standalone_text(fmt)
     emitter = importlib.import_module(f"compiler.codegen.plugin_{server}")
     return emitter.text(fmt, source, name or slug)
 
