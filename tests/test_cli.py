@@ -279,6 +279,17 @@ def test_check_names_each_drifted_generated_file(tree, capsys):
     assert out.splitlines()[-1].startswith("4 problems")
 
 
+def test_check_finds_drift_in_the_runtime(tree, capsys):
+    write("generated/_runtime.py", read("generated/_runtime.py") + "# edited\n")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.splitlines()[:-1] == ["generated/_runtime.py: missing or not what the build writes"]
+    os.remove("generated/_runtime.py")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.splitlines()[:-1] == ["generated/_runtime.py: missing or not what the build writes"]
+
+
 def test_check_names_each_drifted_response_template(tree, capsys):
     """transformers' response_template is generated as the parsers are: one edited,
     one removed and one no spec accounts for are each named."""
