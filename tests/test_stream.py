@@ -339,7 +339,8 @@ def test_a_run_of_whitespace_is_not_held_in_pending_text(slug):
     texts = _base_texts(slug) or ("The answer is 42.",)
     flood = (" \n\t " * 2500)[:10_000]
     # A name may be waited for whole; nothing else that is held grows with the text.
-    bound = 2 * max(getattr(module, "_NAME_LIMIT", 128), getattr(module, "_NAME_REACH", 0))
+    runtime = rt.module("_runtime")
+    bound = 2 * max(runtime._NAME_LIMIT, runtime._NAME_REACH)
     for text in dict.fromkeys((texts[0], *texts[-2:])):
         for cut in sorted({len(text) * k // 8 for k in range(9)}):
             parser = module.StreamParser()
