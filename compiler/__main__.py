@@ -104,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
             default="generated",
             help="directory of generated parsers and grammars (default: %(default)s)",
         )
+        if name == "build":
+            sub.add_argument(
+                "--jobs",
+                type=int,
+                default=os.cpu_count() or 1,
+                help="templates built at once, each in a process of its own "
+                "(default: the machine's CPUs)",
+            )
 
     for name, help in (
         ("analyze", "print the spec of one template (no overrides)"),
@@ -213,7 +221,7 @@ def _build(args) -> int:
     were) and the others are built: exit 2 when any failed. ``--debug`` stops at the
     first failure with its traceback."""
     sources = discover(args.templates, args.source)
-    options = {"keep_going": not getattr(args, "debug", False)}
+    options = {"keep_going": not getattr(args, "debug", False), "jobs": max(1, args.jobs)}
     budget = getattr(args, "time_budget", None)  # seconds per template, where offered
     if budget is not None:
         options["time_budget"] = budget

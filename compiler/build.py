@@ -14,8 +14,11 @@ tokens, message content as a list of text parts. The spec records the inputs use
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from . import __version__, samples, spec as specs, tokens
@@ -337,6 +340,59 @@ def missing_exports(generated: module_codegen.Generated, spec_path: str) -> list
     ]
 
 
+@dataclass
+class _Built:
+    """One template's outcome: the files to write (path → text, None: remove), its
+    warnings and notes; or the line that says why it failed."""
+
+    files: dict[str, str | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+def _build_one(
+    source: TemplateSource,
+    specs_dir: str,
+    generated_dir: str,
+    time_budget: float | None,
+    keep_going: bool,
+) -> _Built:
+    spec_path = os.path.join(specs_dir, f"{source.slug}.yaml")
+    try:
+        overrides = specs.read_overrides(spec_path)
+        notes: list[str] = []
+        spec, warnings = spec_for(
+            source, overrides, spec_path, time_budget=time_budget, notes=notes
+        )
+        files: dict[str, str | None] = {spec_path: specs.dump(spec)}
+        made = generate(source.slug, spec, spec_path)
+        for name, text in made.files(source.slug).items():
+            files[os.path.join(generated_dir, name)] = text
+        warnings.extend(missing_exports(made, spec_path))
+    except Exception as error:
+        if not keep_going:
+            raise
+        return _Built(failure=failure(source, spec_path, error))
+    return _Built(files, [*source.warnings, *warnings], notes)
+
+
+def _outcomes(sources: list[TemplateSource], jobs: int, *arguments) -> Iterator[_Built]:
+    """Each source's outcome, in their order; with ``jobs`` > 1, made by that many
+    worker processes (each template is analysed and generated on its own, and the
+    sandbox's limits are per process)."""
+    if jobs <= 1 or len(sources) < 2:
+        for source in sources:
+            yield _build_one(source, *arguments)
+        return
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(sources))) as pool:
+        yield from pool.map(functools.partial(_outcome_of, arguments), sources)
+
+
+def _outcome_of(arguments: tuple, source: TemplateSource) -> _Built:
+    return _build_one(source, *arguments)
+
+
 def build(
     sources: list[TemplateSource],
     specs_dir: str,
@@ -345,39 +401,30 @@ def build(
     log=print,
     time_budget: float | None = DEFAULT_TIME_BUDGET,
     keep_going: bool = True,
+    jobs: int = 1,
 ) -> BuildReport:
     """Build every source; ``time_budget``: seconds for all the renders of one template.
     A template that fails is listed in the report's ``failures`` and the build goes on
-    (``keep_going=False``: its error is raised instead, as it was)."""
+    (``keep_going=False``: its error is raised instead, as it was). ``jobs``: how many
+    templates are built at once, each in a process of its own (the files written and
+    the log are the same, in the same order)."""
     report = BuildReport(templates=len(sources))
     os.makedirs(specs_dir, exist_ok=True)
     os.makedirs(generated_dir, exist_ok=True)
-    for number, source in enumerate(sources, 1):
-        spec_path = os.path.join(specs_dir, f"{source.slug}.yaml")
-        try:
-            overrides = specs.read_overrides(spec_path)
-            notes: list[str] = []
-            spec, warnings = spec_for(
-                source, overrides, spec_path, time_budget=time_budget, notes=notes
-            )
-            files: dict[str, str | None] = {spec_path: specs.dump(spec)}
-            made = generate(source.slug, spec, spec_path)
-            for name, text in made.files(source.slug).items():
-                files[os.path.join(generated_dir, name)] = text
-            warnings.extend(missing_exports(made, spec_path))
-        except Exception as error:
-            if not keep_going:
-                raise
-            report.failures.append(failure(source, spec_path, error))
+    arguments = (specs_dir, generated_dir, time_budget, keep_going)
+    jobs = jobs if keep_going else 1  # an error to raise is raised where it happens
+    outcomes = _outcomes(sources, jobs, *arguments)
+    for number, (source, built) in enumerate(zip(sources, outcomes, strict=True), 1):
+        if built.failure is not None:
+            report.failures.append(built.failure)
             log(f"[{number}/{len(sources)}] {source.slug}: failed")
             continue
-        report.warnings.extend(source.warnings)
-        report.warnings.extend(warnings)
-        report.notes.extend(notes)
-        for path, text in files.items():
+        report.warnings.extend(built.warnings)
+        report.notes.extend(built.notes)
+        for path, text in built.files.items():
             _write_if_changed(path, text, report)
         log(f"[{number}/{len(sources)}] {source.slug}")
-        for note in notes:
+        for note in built.notes:
             log(f"  {note}")
     for name, text in package_files().items():
         _write_if_changed(os.path.join(generated_dir, name), text, report)

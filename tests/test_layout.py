@@ -327,3 +327,34 @@ def test_a_failing_grammar_export_writes_no_grammar_file(monkeypatch):
         with pytest.raises(ValueError, match="no gbnf export"):
             function()
     assert parser.lark_grammar().startswith("%llguidance")
+
+
+# --- the build in worker processes ----------------------------------------------------------
+
+
+def test_a_build_in_workers_writes_and_logs_what_one_process_does(tmp_path):
+    from compiler.sources import discover
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    for name in ("Qwen3-Coder.jinja", "google-gemma-2-2b-it.jinja", "Qwen-QwQ-32B.jinja"):
+        if not (ROOT / "templates" / name).is_file():
+            pytest.skip("no corpus: run make templates")
+        shutil.copy(ROOT / "templates" / name, templates / name)
+    (templates / "broken.jinja").write_text("{% if %}\n", encoding="utf-8")
+    runs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        lines: list[str] = []
+        report = build_module.build(
+            discover(str(templates)), str(out / "specs"), str(out / "generated"),
+            log=lines.append, jobs=jobs,
+        )  # fmt: skip
+        files = {
+            path.relative_to(out).as_posix(): path.read_bytes()
+            for path in sorted(out.rglob("*"))
+            if path.is_file()
+        }
+        runs[jobs] = (lines, report.failures, report.warnings, files)
+    assert runs[1][1] and runs[1][1][0].startswith(str(templates / "broken.jinja"))
+    assert runs[2] == runs[1]
