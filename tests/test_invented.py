@@ -4,6 +4,7 @@ formats rather than recognising known ones."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -42,6 +43,7 @@ def _parsers(out):
 def test_invented_templates_compile_without_review(compiled):
     out, report = compiled
     assert report.templates >= 10
+    assert report.failures == []
     assert report.warnings == []
 
 
@@ -219,3 +221,60 @@ def test_content_apart_from_the_calls_needs_markers_that_start_them(compiled):
         spec["tools"][section][key] = None if section == "section" else ""
         with pytest.raises(SpecError, match=path.replace(".", r"\.")):
             model.build(spec, slug=slug, origin=f"{slug}.yaml")
+
+
+def _openai_nested_cases(out, monkeypatch):
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    cases = [rt.build_case("openai_nested", kind) for kind in rt.ALL_KINDS]
+    cases = [case for case in cases if case is not None]
+    assert sum(len(case.kind.calls) > 1 for case in cases) >= 1
+    return _parsers(out)["openai_nested"], cases
+
+
+def test_openai_shaped_calls_read_back(compiled, monkeypatch):
+    """Calls as the OpenAI API writes them (name and arguments in an object nested in
+    the call's, after the id and type): every case reads back, in the stream at every
+    chunking too, and a call cut short is abandoned, never passed on half-made."""
+    from tests.test_stream import chunkings, merge, stream, streamed
+
+    out, _ = compiled
+    parser, cases = _openai_nested_cases(out, monkeypatch)
+    for case in cases:
+        passed, why = rt.check(case, parser.parse)
+        assert passed, (case.kind.name, why)
+        whole = parser.parse(case.text, tools=case.tools)
+        for name, cuts in chunkings(case.text, case.kind.name):
+            fed, finished = stream(parser, case.text, cuts, tools=case.tools)
+            assert merge(fed + finished) == whole, (case.kind.name, name)
+    both = next(case for case in cases if len(case.kind.calls) > 1)
+    cut = both.text[: both.text.rindex('"arguments"')]
+    message = parser.parse(cut, tools=both.tools)
+    assert len(message["tool_calls"]) == 1
+    for name, cuts in chunkings(cut, "openai_nested-cut"):
+        fed, finished, abandoned = streamed(parser, cut, cuts, tools=both.tools)
+        assert merge(fed + finished, abandoned) == message, name
+
+
+def test_openai_shaped_calls_lark(compiled, monkeypatch):
+    """llguidance accepts the module's Lark grammar on every round-trip text, and on
+    the same calls with their members in another order at both levels; it refuses a
+    call without its name and a call to a tool not offered."""
+    from tests.test_lark import accepts, why_rejected
+
+    out, _ = compiled
+    parser, cases = _openai_nested_cases(out, monkeypatch)
+    for case in cases:
+        grammar = parser.lark_grammar(tools=case.tools, enable_thinking=case.kind.enable_thinking)
+        assert accepts(grammar, case.text), (case.kind.name, why_rejected(grammar, case.text))
+    one = next(case for case in cases if case.kind.name == "tool_call")
+    grammar = parser.lark_grammar(tools=one.tools)
+    start, end = one.text.index("[") + 1, one.text.rindex("]")
+    call = json.loads(one.text[start:end])
+    call["function"] = dict(reversed(call["function"].items()))
+    for order in (["function", "id", "type"], ["type", "function"], ["id", "function", "type"]):
+        moved = {key: call[key] for key in order}
+        text = one.text[:start] + json.dumps(moved) + one.text[end:]
+        assert accepts(grammar, text), (order, why_rejected(grammar, text))
+    nameless = {"function": {"arguments": call["function"]["arguments"]}}
+    for refused in (json.dumps(nameless), one.text[start:end].replace("get_weather", "get_stocks")):
+        assert not accepts(grammar, one.text[:start] + refused + one.text[end:]), refused

@@ -20,6 +20,7 @@ The figures:
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import sys
 from collections import Counter, defaultdict
@@ -28,6 +29,8 @@ import pytest
 
 llguidance = pytest.importorskip("llguidance")
 
+from compiler import model  # noqa: E402
+from compiler.codegen import lark as lark_rules  # noqa: E402
 from compiler.runtime import lark as runtime_lark  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 from tests.fallback_outputs import fallback_slugs, without_fallback  # noqa: E402
@@ -167,6 +170,84 @@ def test_names_and_schemas_reach_the_grammar_escaped(slug):
     text = one.text.replace("get_weather", written)
     assert accepts(grammar, text, slug), why_rejected(grammar, text)
     assert not accepts(grammar, one.text, slug)
+
+
+# ---------------------------------------------------------------------------
+# the emitter: a call object with objects nested in it
+
+# Where a JSON call keeps its fields (spec ``tools.json``): as the OpenAI API writes a
+# call, and one level deeper; every object has two members or more.
+NESTED_CALLS = {
+    "openai": {"name": "function.name", "arguments": "function.arguments", "id": "id",
+               "other_fields": ["type"]},
+    "deeper": {"name": "call.function.name", "arguments": "call.function.arguments",
+               "id": "call.id", "other_fields": ["type"]},
+}  # fmt: skip
+NESTED_VALUES = {"name": "get_weather", "arguments": {"city": "Tokyo"}, "id": "call00001",
+                 "type": "function"}  # fmt: skip
+
+
+def _nested_call_grammar(fields: dict) -> tuple[str, str]:
+    """(the Lark of one call to get_weather, any object its arguments, with no lead,
+    of a JSON format whose fields sit at these paths; the text that ends a call)."""
+    spec = rt.load_spec("qwen_qwen2_5_7b_instruct")
+    spec["tools"]["json"].update(fields)
+    parts = lark_rules.build(model.build(spec, slug="nested", origin="nested.yaml"))
+    call = parts["call"]
+    for hole, text in [("%%I%%", "0"), ("%%LEAD%%", ""), ("%%NAME%%", "get_weather"),
+                       ("%%ARGS%%", "json_object")]:  # fmt: skip
+        call = call.replace(hole, text)
+    lines = parts["rules"].splitlines(keepends=True)
+    values = [line for line in lines if line.lower().startswith(("json_", "number"))]
+    return "start: call_0\n" + call + "".join(values), spec["tools"]["call"]["end"]
+
+
+def _call_object(fields: dict) -> dict:
+    tree: dict = {}
+    for field, value in NESTED_VALUES.items():
+        paths = fields.get("other_fields", []) if field == "type" else [fields[field]]
+        for path in paths:
+            *parents, key = path.split(".")
+            node = tree
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[key] = value
+    return tree
+
+
+def _in_every_order(value):
+    """The object with its members, and those of every object in it, in every order."""
+    if not isinstance(value, dict):
+        yield value
+        return
+    for keys in itertools.permutations(value):
+        for members in itertools.product(*(list(_in_every_order(value[key])) for key in keys)):
+            yield dict(zip(keys, members, strict=True))
+
+
+@pytest.mark.parametrize("shape", sorted(NESTED_CALLS))
+def test_nested_call_objects(shape):
+    """Each object of the call holds its members once each, in any order, whether it
+    comes first in the object around it or after a comma (the emitter named the two
+    alike and refused to build); no member is left out, repeated or added."""
+    grammar, end = _nested_call_grammar(NESTED_CALLS[shape])
+    call = _call_object(NESTED_CALLS[shape])
+    orders = list(_in_every_order(call))
+    assert len(orders) >= 8
+    for order in orders:
+        for separators in [(", ", ": "), (",", ":")]:
+            text = json.dumps(order, separators=separators) + end
+            assert accepts(grammar, text), why_rejected(grammar, text)
+    written = json.dumps(call)
+    name = '"name": "get_weather"'
+    for refused in [
+        written.replace(name + ", ", ""),  # no name
+        written.replace(name, name + ", " + name),  # the name twice
+        written.replace(name, name + ', "strict": true'),  # a member no template writes
+        written.replace("get_weather", "get_time"),  # another tool
+        written[:-1],  # an object left open
+    ]:
+        assert refused != written and not accepts(grammar, refused + end), refused
 
 
 # ---------------------------------------------------------------------------

@@ -321,7 +321,11 @@ class _Lark:
         """A rule for an object with the members of ``shape`` (key → leaf kind or
         sub-shape), each once, in any order, and no others; members whose leaf is
         ``other`` may be left out. One rule per set of members seen (``{prefix}_10``:
-        the first seen, not the second); ``opening``: the text up to the first key."""
+        the first seen, not the second); ``opening``: the text up to the first key.
+        The object under member ``i`` is rule ``{prefix}_m{i}``, from its own brace:
+        the same rule whether the member comes first or after a comma."""
+        if prefix in self.parts.get("call", {}):
+            return prefix
         keys = list(shape)
         required = {i for i, key in enumerate(keys) if shape[key] != "other"}
         comma = WS + "," + WS
@@ -330,10 +334,8 @@ class _Lark:
             head = start + _any_of([rx(q + keys[index] + q) for q in quotes]) + WS + ":" + WS
             leaf = shape[keys[index]]
             if isinstance(leaf, dict):
-                nested = self.json_object(
-                    f"{prefix}_{index}", leaf, head + rx("{") + WS, leaves, quotes
-                )
-                return [_Ref(nested)]
+                nested = self.json_object(f"{prefix}_m{index}", leaf, rx("{") + WS, leaves, quotes)
+                return [head, _Ref(nested)]
             return [head, *leaves[leaf]]
 
         def state(seen: frozenset) -> str:

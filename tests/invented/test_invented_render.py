@@ -292,6 +292,15 @@ def decode_reopen(text, thinking):
     return None, content, calls
 
 
+def decode_openai_nested(text, thinking):
+    def build(m):
+        calls = json.loads(m[1])
+        assert all(c["type"] == "function" and set(c) == {"id", "type", "function"} for c in calls)
+        return [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls]
+    rest, calls = _cut(r"<\|tool_calls\|>(.*?)<\|/tool_calls\|>", text, build)
+    return None, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str
@@ -322,6 +331,7 @@ FORMATS = {
     "bracket_answer": Format("[[/turn]]", decode_bracket, reasoning=True),
     "actions_preface": Format("<turn-over>", decode_actions),
     "reopen_turn": Format("[done]", decode_reopen),
+    "openai_nested": Format("<|msg_end|>", decode_openai_nested, ids=True, result_ids=True),
 }
 
 
