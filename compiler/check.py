@@ -58,6 +58,8 @@ def _spec_of(source: TemplateSource, spec_path: str, report: CheckReport) -> dic
     try:
         spec = specs.load(spec_path)
         specs.validate(spec, spec_path)
+    except specs.SpecLimitError:
+        raise  # not drift a rebuild repairs: a file no command reads (exit 2)
     except specs.SpecError as error:
         report.problems.append(str(error))
         return None
