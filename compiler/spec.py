@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -143,7 +144,8 @@ def _format_strings(spec: dict):
         elif isinstance(value, dict):
             pending.extend(([*path, key], item) for key, item in reversed(value.items()))
         elif isinstance(value, list):
-            pending.extend(([*path, index], item) for index, item in reversed(list(enumerate(value))))
+            items = reversed(list(enumerate(value)))
+            pending.extend(([*path, index], item) for index, item in items)
 
 
 def _first_error(validator, instance) -> jsonschema.ValidationError | None:
@@ -341,7 +343,9 @@ def _read(path: str | Path) -> str:
         with open(path, "rb") as handle:
             data = handle.read(MAX_SPEC_BYTES + 1)
         if len(data) > MAX_SPEC_BYTES:
-            raise SpecLimitError(f"{path}: larger than {MAX_SPEC_BYTES:,} bytes, the most a spec is")
+            raise SpecLimitError(
+                f"{path}: larger than {MAX_SPEC_BYTES:,} bytes, the most a spec is"
+            )
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read: {exc}") from None
@@ -419,6 +423,18 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     if mark is None:
         return f"invalid YAML: {problem}"
     return f"line {mark.line + 1} column {mark.column + 1}: invalid YAML: {problem}"
+
+
+def recorded_template_path(template_path: str, spec_path: str | Path) -> str:
+    """How a spec records its template's path: relative to the spec's folder, with '/',
+    so that a spec's bytes do not depend on the folder the build is run from."""
+    folder = os.path.dirname(os.path.abspath(spec_path))
+    return Path(os.path.relpath(os.path.abspath(template_path), folder)).as_posix()
+
+
+def template_path_of(recorded: str, spec_path: str | Path) -> str:
+    """The template path a spec records, as a path from the current folder."""
+    return os.path.normpath(os.path.join(os.path.dirname(spec_path), recorded))
 
 
 # --- overrides -------------------------------------------------------------------------
