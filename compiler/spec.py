@@ -525,6 +525,9 @@ def _check_override(override: Any, index: int, origin: str) -> tuple[str, Any]:
     path = override.get("path")
     if not isinstance(path, str) or not OVERRIDE_PATH.match(path):
         raise SpecError(f"{where}.path: {path!r} is not a dotted path like grammar.triggers.0")
+    steps = path.count(".") + 1
+    if steps > MAX_DEPTH:
+        raise SpecLimitError(f"{where}.path: {steps:,} steps; a spec nests at most {MAX_DEPTH}")
     where = f"{origin}: override {path}"
     for key in ("value", "reason"):
         if key not in override:

@@ -327,6 +327,16 @@ def test_an_override_over_the_bounds_fails_its_template(tmp_path):
     ]
 
 
+def test_an_override_path_deeper_than_a_spec_is_refused():
+    def override(steps: int) -> dict:
+        return {"path": ".".join(["a"] * steps), "value": 1, "reason": "deep"}
+
+    patched, _ = specs.apply_overrides({}, [override(specs.MAX_DEPTH)], "o.yaml")
+    assert len(str(patched)) > specs.MAX_DEPTH
+    with pytest.raises(specs.SpecLimitError, match=r"^o\.yaml: overrides\.0\.path: 5,000 steps"):
+        specs.apply_overrides({}, [override(5_000)], "o.yaml")
+
+
 @pytest.mark.parametrize(
     "value, problem",
     [
