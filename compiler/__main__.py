@@ -2,7 +2,8 @@
 export``.
 
 Exit codes: 0 done, 1 the verdict is no (``check`` found drift, ``parse --strict`` met
-output that does not fit), 2 bad input (a missing file, a bad spec, a broken template).
+output that does not fit), 2 bad input (a missing file, a bad spec, a broken template),
+141 stdout was closed by its reader (as a shell reports a broken pipe; nothing is said).
 Errors are one line on stderr; ``--debug`` shows the traceback instead.
 """
 
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import json
 import os
+import shlex
 import sys
 
 from . import __version__, spec as specs
@@ -89,8 +91,8 @@ def _parser() -> argparse.ArgumentParser:
         sub = command(name, help)
         sub.add_argument(
             "--templates",
-            default="templates",
-            help="directory of .jinja files (default: %(default)s)",
+            help="directory of .jinja files (default: templates, or none when --source "
+            "is given)",
         )
         sub.add_argument(
             "--source",
@@ -98,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
             default=[],
             help="a .jinja file, model dir or GGUF; repeat for more (default: none)",
         )
+        _token_flags(sub)
         sub.add_argument("--specs", default="specs", help="spec directory (default: %(default)s)")
         sub.add_argument(
             "--generated",
@@ -123,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
             "--name",
             help="which named template of a model (default: its own, named 'default')",
         )
+        _token_flags(sub)
 
     parse = command("parse", "parse model output (stdin) with the parser a spec compiles to")
     parse.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
@@ -196,11 +200,46 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _token_flags(sub: argparse.ArgumentParser) -> None:
+    for name in ("bos", "eos"):
+        sub.add_argument(
+            f"--{name}-token",
+            metavar="TEXT",
+            help=f"the tokenizer's {name} token, for a .jinja file without a "
+            "tokenizer_config.json beside it (default: that file's, else none)",
+        )
+
+
+def _tokens(args) -> dict[str, str]:
+    """The special tokens given on the command line, by their template names."""
+    tokens = {
+        name: text
+        for name in ("bos_token", "eos_token")
+        if (text := getattr(args, name, None)) is not None
+    }
+    paths = [args.source] if isinstance(args.source, str) else args.source
+    if tokens and not any(path.endswith(".jinja") for path in paths):
+        raise UsageError(
+            "--bos-token and --eos-token are for a .jinja file (a model directory or a "
+            "GGUF file gives its own): name one with --source"
+        )
+    return tokens
+
+
+def _templates_dir(args) -> str | None:
+    """--templates, or its default: `templates`, unless the sources are named instead."""
+    if args.templates is not None:
+        return args.templates
+    return None if args.source else "templates"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
         return _COMMANDS[args.command](args)
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as error:
         if debug:
             raise
@@ -209,6 +248,20 @@ def main(argv: list[str] | None = None) -> int:
         else:  # a bug; say so in one line unless asked for more
             _log(f"error: {type(error).__name__}: {error} (a compiler bug? --debug shows where)")
         return 2
+
+
+def _reader_gone() -> int:
+    """Stop quietly when whoever reads stdout closed it (``parse … | head -c 10``):
+    stdout is pointed at /dev/null so that the flush at exit fails no more, and the exit
+    status is the one a shell reports for a command a broken pipe ended (128 + SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass  # stdout is no file (captured): nothing will flush to a closed pipe
+    finally:
+        os.close(devnull)
+    return 128 + 13
 
 
 def _fetch(args) -> int:
@@ -220,7 +273,7 @@ def _build(args) -> int:
     """Build every template; one that fails is named at the end (its files left as they
     were) and the others are built: exit 2 when any failed. ``--debug`` stops at the
     first failure with its traceback."""
-    sources = discover(args.templates, args.source)
+    sources = discover(_templates_dir(args), args.source, _tokens(args))
     options = {"keep_going": not getattr(args, "debug", False), "jobs": max(1, args.jobs)}
     budget = getattr(args, "time_budget", None)  # seconds per template, where offered
     if budget is not None:
@@ -244,27 +297,46 @@ def _build(args) -> int:
 def _check(args) -> int:
     from .check import check
 
-    report = check(args.specs, args.generated, args.templates, args.source)
+    templates = _templates_dir(args)
+    report = check(args.specs, args.generated, templates, args.source, _tokens(args))
     for warning in report.warnings:
         _log(f"warning: {warning}")
     for problem in report.problems:
         print(problem)
     if report.problems:
-        print(f"{len(report.problems)} problems: `make specs` rebuilds specs and parsers")
+        print(f"{len(report.problems)} problems: `{_rebuild(args, templates)}` rebuilds them")
         return 1
     print(f"specs in {args.specs} and parsers in {args.generated} are up to date")
     return 0
 
 
+def _rebuild(args, templates: str | None) -> str:
+    """The command that rebuilds what `check` was asked about."""
+    tokens = _tokens(args)
+    if (templates, args.source, args.specs, args.generated, tokens) == (
+        "templates", [], "specs", "generated", {}
+    ):
+        return "make specs"  # the repository's own layout
+    words = ["python", "-m", "compiler", "build"]
+    if args.templates is not None:
+        words += ["--templates", args.templates]
+    for source in args.source:
+        words += ["--source", source]
+    for name, text in tokens.items():
+        words += [f"--{name.replace('_', '-')}", text]
+    words += ["--specs", args.specs, "--generated", args.generated]
+    return shlex.join(words)
+
+
 def _analyze(args) -> int:
     from .build import spec_for
 
-    source = one_source(args.source, args.name)
+    source = one_source(args.source, args.name, _tokens(args))
     notes: list[str] = []
     spec, warnings = spec_for(source, [], source.path, notes=notes)
     for note in notes:
         _log(note)
-    for warning in (*source.warnings, *warnings):
+    for warning in warnings:
         _log(f"warning: {warning}")
     sys.stdout.write(specs.dump(spec))
     return 0
@@ -274,9 +346,7 @@ def _explain(args) -> int:
     from .build import analyze_source
     from .explain import explain
 
-    source = one_source(args.source, args.name)
-    for warning in source.warnings:
-        _log(f"warning: {warning}")
+    source = one_source(args.source, args.name, _tokens(args))
     analyzed = analyze_source(source)  # with the render inputs the build would use
     if analyzed.note:
         _log(analyzed.note)
@@ -301,7 +371,7 @@ def _parse(args) -> int:
         )
     tools = _read_tools(args.tools) if args.tools else None
     parse = _parser_module(args.spec, spec, args.generated)["parse"]
-    text = sys.stdin.read()
+    text = _read_stdin()
     try:
         message = parse(text, tools=tools, enable_thinking=not args.no_thinking, strict=args.strict)
     except ValueError as error:  # only with --strict: the output does not fit the format
@@ -309,6 +379,15 @@ def _parse(args) -> int:
         return 1
     print(json.dumps(message, ensure_ascii=False, indent=2))
     return 0
+
+
+def _read_stdin() -> str:
+    """Standard input as text: bytes that are not UTF-8 (a token cut inside a character)
+    read as U+FFFD, so the output is still parsed and the JSON printed is valid UTF-8."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream with no bytes under it (main() called in-process)
+        return sys.stdin.read()
+    return buffer.read().decode("utf-8", errors="replace")
 
 
 def _parser_module(spec_path: str, spec: dict, generated_dir: str | None = None) -> dict:

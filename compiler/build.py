@@ -128,9 +128,13 @@ def analyze_source(
     the conversation (the user's message shows) and that the analysis gets through.
 
     Where none does, the error is the one the source's own inputs give (its file and
-    line), naming the inputs also tried; a limit (time, size, memory) stops at once.
-    ``time_budget``: seconds for all the template's renders, every variant's together.
+    line), naming the inputs also tried: a template that renders and never shows the
+    user's message (prose, say) is no chat template. A limit (time, size, memory) stops
+    at once. ``time_budget``: seconds for all the template's renders, every variant's
+    together.
     """
+    if not source.source.strip():
+        raise BuildError(f"{source.path}: the template is empty: there is nothing to analyse")
     template = ChatTemplate(source.source, source.path, time_budget=time_budget)
     variants = render_variants(source, template)
     problems: list[str | RenderError] = []
@@ -158,18 +162,10 @@ def analyze_source(
         f"with {variant.describe()} it {_why(problem, source.path)}"
         for variant, problem in zip(variants[1:], problems[1:], strict=True)
     )
+    also = f" (also tried: {tried})" if tried else ""
     if isinstance(first, str):
-        # No variant did better than the source's own inputs, which render something:
-        # analyse with those, as the build did before it knew of variants.
-        template.inputs = variants[0].inputs
-        try:
-            return Analyzed(analyze(template, source.tool_shape), variants[0].inputs)
-        except RenderLimitExceeded:
-            raise
-        except RenderError as error:
-            first = error
-    message = f"{first.message} (also tried: {tried})" if tried else first.message
-    raise type(first)(first.path, first.line, message)
+        raise BuildError(f"{source.path}: not a chat template: it {first}{also}")
+    raise type(first)(first.path, first.line, first.message + also)
 
 
 def _misread(
@@ -196,7 +192,7 @@ def _misread(
             inputs.content_as_parts and any(form in text for form in printed)
         ):
             return None
-    if inputs.content_as_parts:
+    if inputs.content_as_parts and any(samples.USER in text for text in renders):
         return "prints the parts of the user's message instead of their text"
     return "renders the conversation without the user's message"
 
@@ -261,10 +257,12 @@ def spec_for(
     *,
     time_budget: float | None = DEFAULT_TIME_BUDGET,
     notes: list[str] | None = None,
+    template_path: str | None = None,
 ) -> tuple[dict, list[str]]:
     """The resolved spec of one template: analysis, then the reviewed overrides.
     ``time_budget``: seconds for all the template's renders together; ``notes``: gets
-    a line where the analysis used inputs the source does not give, saying why."""
+    a line where the analysis used inputs the source does not give, saying why;
+    ``template_path``: the template's path as the spec records it (default: as given)."""
     analyzed = analyze_source(source, time_budget=time_budget)
     if analyzed.note and notes is not None:
         notes.append(analyzed.note)
@@ -279,7 +277,10 @@ def spec_for(
     spec = {
         "spec_version": 1,
         "compiler_version": __version__,
-        "template": {"path": source.path, "sha256": source.sha256},
+        "template": {
+            "path": source.path if template_path is None else template_path,
+            "sha256": source.sha256,
+        },
         "render_inputs": analyzed.inputs.as_spec(source.tool_shape),
         **body,
         # Only where the source has a tokenizer: a corpus template's spec has none.
@@ -363,7 +364,12 @@ def _build_one(
         overrides = specs.read_overrides(spec_path)
         notes: list[str] = []
         spec, warnings = spec_for(
-            source, overrides, spec_path, time_budget=time_budget, notes=notes
+            source,
+            overrides,
+            spec_path,
+            time_budget=time_budget,
+            notes=notes,
+            template_path=specs.recorded_template_path(source.path, spec_path),
         )
         files: dict[str, str | None] = {spec_path: specs.dump(spec)}
         made = generate(source.slug, spec, spec_path)
@@ -374,7 +380,7 @@ def _build_one(
         if not keep_going:
             raise
         return _Built(failure=failure(source, spec_path, error))
-    return _Built(files, [*source.warnings, *warnings], notes)
+    return _Built(files, warnings, notes)
 
 
 def _outcomes(sources: list[TemplateSource], jobs: int, *arguments) -> Iterator[_Built]:

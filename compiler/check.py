@@ -29,24 +29,32 @@ class CheckReport:
 
 
 def check(
-    specs_dir: str, generated_dir: str, templates_dir: str | None, extra: Iterable[str] = ()
+    specs_dir: str,
+    generated_dir: str,
+    templates_dir: str | None,
+    extra: Iterable[str] = (),
+    tokens: dict | None = None,
 ) -> CheckReport:
-    """Every way the specs and generated files have drifted; nothing is rendered."""
+    """Every way the specs and generated files have drifted; nothing is rendered.
+    Without ``templates_dir`` only the specs and files of the ``extra`` sources are
+    checked: the folders may hold those of other templates."""
     report = CheckReport()
-    sources = discover(templates_dir, extra)
+    sources = discover(templates_dir, extra, tokens)
     known = {source.slug for source in sources}
     for source in sources:
         spec_path = os.path.join(specs_dir, f"{source.slug}.yaml")
         spec = _spec_of(source, spec_path, report)
         if spec is not None:
             _compare_outputs(source.slug, spec, spec_path, generated_dir, report)
-    for spec_path in _files(specs_dir, (".yaml",)):
-        slug = os.path.basename(spec_path)[: -len(".yaml")]
-        if slug not in known:
-            report.problems.append(
-                f"{spec_path}: its template {_template_path(spec_path)} is missing"
-            )
-    _compare_package(generated_dir, specs_dir, known, report)
+    if templates_dir:
+        for spec_path in _files(specs_dir, (".yaml",)):
+            slug = os.path.basename(spec_path)[: -len(".yaml")]
+            if slug not in known:
+                report.problems.append(
+                    f"{spec_path}: its template {_template_path(spec_path)} is missing"
+                )
+        _compare_unclaimed(generated_dir, specs_dir, known, report)
+    _compare_package(generated_dir, report)
     return report
 
 
@@ -58,6 +66,8 @@ def _spec_of(source: TemplateSource, spec_path: str, report: CheckReport) -> dic
     try:
         spec = specs.load(spec_path)
         specs.validate(spec, spec_path)
+    except specs.SpecLimitError:
+        raise  # not drift a rebuild repairs: a file no command reads (exit 2)
     except specs.SpecError as error:
         report.problems.append(str(error))
         return None
@@ -67,9 +77,10 @@ def _spec_of(source: TemplateSource, spec_path: str, report: CheckReport) -> dic
             f"{spec_path}: {source.path} changed since this spec was made "
             f"(sha256 {recorded['sha256'][:12]}… is now {source.sha256[:12]}…)"
         )
-    elif recorded["path"] != source.path:
+    elif recorded["path"] != specs.recorded_template_path(source.path, spec_path):
         # Same bytes under another path: the analysis is the same, only the record moves.
-        report.warnings.append(f"{spec_path}: made from {recorded['path']}, found at {source.path}")
+        made_from = specs.template_path_of(recorded["path"], spec_path)
+        report.warnings.append(f"{spec_path}: made from {made_from}, found at {source.path}")
     changed = [
         key
         for key, value in _render_inputs(source).items()
@@ -148,15 +159,19 @@ def _compare_outputs(
             report.problems.append(f"{path}: differs from what {spec_path} produces")
 
 
-def _compare_package(
-    generated_dir: str, specs_dir: str, known: set[str], report: CheckReport
-) -> None:
-    """The package's __init__.py, and generated files no template accounts for (a
-    parser, a grammar, a response_template)."""
+def _compare_package(generated_dir: str, report: CheckReport) -> None:
+    """The package's __init__.py and its runtime."""
     for name, text in package_files().items():
         path = os.path.join(generated_dir, name)
         if not os.path.isfile(path) or _read(path) != text.encode("utf-8"):
             report.problems.append(f"{path}: missing or not what the build writes")
+
+
+def _compare_unclaimed(
+    generated_dir: str, specs_dir: str, known: set[str], report: CheckReport
+) -> None:
+    """Generated files no template accounts for (a parser, a grammar, a
+    response_template)."""
     for path in _files(generated_dir, (".py", ".gbnf", ".response_template.json")):
         name = os.path.basename(path)
         slug = name.split(".")[0]
@@ -171,7 +186,9 @@ def _compare_package(
 
 def _template_path(spec_path: str) -> str:
     try:
-        return str(specs.load(spec_path)["template"]["path"])
+        return specs.template_path_of(str(specs.load(spec_path)["template"]["path"]), spec_path)
+    except specs.SpecLimitError:
+        raise
     except (specs.SpecError, KeyError, TypeError):
         return "(unreadable in the spec)"
 

@@ -7,6 +7,7 @@ given. Nothing here renders a template: that is ``compiler.render``'s job.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import keyword
@@ -58,9 +59,6 @@ class TemplateSource:
     # The tokenizer's tokens, where the source has a tokenizer (a model directory's
     # tokenizer.json, a GGUF's token list): the spec's ``tokens`` section comes from it.
     tokenizer: TokenTable | None = None
-    # Notes for review about the source itself (an empty template), one line each,
-    # starting with the path; the commands report them as warnings.
-    warnings: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- names
@@ -119,15 +117,6 @@ def _read_json(path: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise SourceError(f"{path} is not valid JSON: {error}") from None
-
-
-def _warnings(path: str, text: str) -> tuple[str, ...]:
-    if not text.strip():
-        return (
-            f"{path}: the template is empty: it renders nothing, so its spec describes "
-            "no format (no reasoning, no tool calls, no end-of-turn marker)",
-        )
-    return ()
 
 
 # --------------------------------------------------------------------------- manifest
@@ -358,14 +347,17 @@ def _extract_one(
 # --------------------------------------------------------------------------- discovery
 
 
-def discover(templates_dir: str | None, extra: Iterable[str] = ()) -> list[TemplateSource]:
+def discover(
+    templates_dir: str | None, extra: Iterable[str] = (), tokens: dict | None = None
+) -> list[TemplateSource]:
     """Every template to compile: each ``*.jinja`` in ``templates_dir`` plus each ``extra``
-    path (a ``.jinja`` file, a model directory or a ``.gguf`` file), sorted by slug."""
+    path (a ``.jinja`` file, a model directory or a ``.gguf`` file), sorted by slug.
+    ``tokens``: ``bos_token`` and ``eos_token`` for each ``.jinja`` file of ``extra``."""
     sources: list[TemplateSource] = []
     if templates_dir:
         sources += _directory_templates(templates_dir)
     for path in extra:
-        sources += _extra_sources(path)
+        sources += _extra_sources(path, tokens or {})
     _check_unique(sources)
     return sorted(sources, key=lambda source: source.slug)
 
@@ -378,7 +370,7 @@ def _directory_templates(templates_dir: str) -> list[TemplateSource]:
     sources = []
     for name in sorted(os.listdir(templates_dir)):
         path = os.path.join(templates_dir, name)
-        if name.endswith(".jinja") and os.path.isfile(path):
+        if name.endswith(".jinja") and _file_in(path, templates_dir):
             inputs = entries.get(name, {}).get("inputs", {})
             sources.append(_jinja_file(path, inputs))
     if not sources:
@@ -389,6 +381,23 @@ def _directory_templates(templates_dir: str) -> list[TemplateSource]:
             f"templates directory {templates_dir} holds no .jinja files{fetch if entries else ''}"
         )
     return sources
+
+
+def _file_in(path: str, folder: str) -> bool:
+    """Whether ``path`` is a file of ``folder``'s: a symlink is followed only to a file in
+    the folder, and one that leads nowhere (a loop, a missing file) or out of it is a
+    SourceError, not a template left out without a word."""
+    if not os.path.islink(path):
+        return os.path.isfile(path)
+    if not os.path.exists(path):
+        raise SourceError(f"{path} is a symlink that leads nowhere (a loop or a missing file)")
+    target, home = os.path.realpath(path), os.path.realpath(folder)
+    if os.path.commonpath([target, home]) != home:
+        raise SourceError(
+            f"{path} is a symlink out of {folder} (to {target}); name the file itself "
+            "with --source to build it"
+        )
+    return os.path.isfile(path)
 
 
 def _jinja_file(path: str, inputs: dict | None = None) -> TemplateSource:
@@ -404,36 +413,47 @@ def _jinja_file(path: str, inputs: dict | None = None) -> TemplateSource:
         variables=dict(inputs.get("variables", {})),
         tool_shape=inputs.get("tool_shape", "openai"),
         special_tokens=dict(inputs.get("special_tokens", {})),
-        warnings=_warnings(path, text),
     )
 
 
-def _extra_sources(path: str) -> list[TemplateSource]:
+def _extra_sources(path: str, tokens: dict) -> list[TemplateSource]:
     if os.path.isdir(path):
         return _model_directory(path)
     if not os.path.exists(path):
         raise SourceError(f"source {path} does not exist")
     if path.endswith(".jinja"):
-        return [_jinja_file(path)]
+        return [_lone_jinja(path, tokens)]
     if path.endswith(".gguf"):
         return _gguf_file(path)
     raise SourceError(f"source {path}: expected a .jinja file, a .gguf file or a model directory")
 
 
-def one_source(path: str, name: str | None = None) -> TemplateSource:
-    """The one template at ``path`` (a ``.jinja`` file, a model directory or a GGUF file)
-    that a command about a single template works on.
+def _lone_jinja(path: str, tokens: dict) -> TemplateSource:
+    """A ``.jinja`` file named on its own, with the render inputs its folder gives: its
+    entry in the folder's manifest (so a corpus template is analysed as the build
+    analyses it), else the folder's ``tokenizer_config.json`` and ``tokenizer.json`` as
+    a model directory's; ``tokens`` (``bos_token``, ``eos_token``) replace either's."""
+    folder = os.path.dirname(path) or "."
+    manifest = _manifest_if_any(folder)
+    entry = manifest["templates"].get(os.path.basename(path)) if manifest else None
+    if entry is not None or not os.path.isfile(os.path.join(folder, _TOKENIZER_CONFIG)):
+        inputs = {**(entry or {}).get("inputs", {}), **tokens}
+        return _jinja_file(path, inputs)
+    bos, eos, special = _special_tokens(*_config(folder))
+    bos, eos = tokens.get("bos_token", bos), tokens.get("eos_token", eos)
+    source = _jinja_file(path, {"bos_token": bos, "eos_token": eos, "special_tokens": special})
+    return dataclasses.replace(source, tokenizer=_tokenizer_json(folder, bos, eos))
 
-    ``name`` picks one where the path holds several ("default" is the model's own). A
-    ``.jinja`` file listed in its directory's manifest gets the manifest's render inputs,
-    so it is analyzed as the build analyzes it.
+
+def one_source(
+    path: str, name: str | None = None, tokens: dict | None = None
+) -> TemplateSource:
+    """The one template at ``path`` (a ``.jinja`` file, a model directory or a GGUF file)
+    that a command about a single template works on, found as ``discover`` finds it.
+
+    ``name`` picks one where the path holds several ("default" is the model's own).
     """
-    if path.endswith(".jinja") and os.path.isfile(path):
-        manifest = _manifest_if_any(os.path.dirname(path) or ".")
-        entry = manifest["templates"].get(os.path.basename(path), {}) if manifest else {}
-        sources = [_jinja_file(path, entry.get("inputs", {}))]
-    else:
-        sources = _extra_sources(path)
+    sources = _extra_sources(path, tokens or {})
     named = {_template_name(source, path): source for source in sources}
     if name is None and len(sources) == 1:
         return sources[0]
@@ -470,7 +490,6 @@ def _from_text(
         eos_token=eos,
         special_tokens=dict(special),
         tokenizer=tokenizer,
-        warnings=_warnings(path, text),
     )
 
 
@@ -495,13 +514,20 @@ def _named_sources(
     ]
 
 
-def _model_directory(path: str) -> list[TemplateSource]:
-    """A Hugging Face model directory: ``chat_template.jinja``, else the tokenizer config."""
-    slug = slugify(os.path.basename(os.path.abspath(path)))
-    config_path = os.path.join(path, "tokenizer_config.json")
+_TOKENIZER_CONFIG = "tokenizer_config.json"
+
+
+def _config(path: str) -> tuple[dict, str]:
+    """A model directory's tokenizer config ({} where it has none), and its path."""
+    config_path = os.path.join(path, _TOKENIZER_CONFIG)
     config = _read_json(config_path) if os.path.isfile(config_path) else {}
     if not isinstance(config, dict):
         raise SourceError(f"{config_path}: expected a JSON object")
+    return config, config_path
+
+
+def _special_tokens(config: dict, config_path: str) -> tuple[str | None, str | None, dict]:
+    """bos, eos and the other special tokens a tokenizer config gives."""
     bos = _token_text(config.get("bos_token"), config_path, "bos_token")
     eos = _token_text(config.get("eos_token"), config_path, "eos_token")
     special = {
@@ -509,7 +535,14 @@ def _model_directory(path: str) -> list[TemplateSource]:
         for name in SPECIAL_TOKENS
         if (text := _token_text(config.get(name), config_path, name)) is not None
     }
+    return bos, eos, special
 
+
+def _model_directory(path: str) -> list[TemplateSource]:
+    """A Hugging Face model directory: ``chat_template.jinja``, else the tokenizer config."""
+    slug = slugify(os.path.basename(os.path.abspath(path)))
+    config, config_path = _config(path)
+    bos, eos, special = _special_tokens(config, config_path)
     tokenizer = _tokenizer_json(path, bos, eos)
 
     jinja_path = os.path.join(path, "chat_template.jinja")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,6 +57,26 @@ class SpecError(Exception):
     """A spec file (or the overrides for one) is unreadable, malformed or invalid."""
 
 
+class SpecLimitError(SpecError):
+    """A spec is over a bound that every spec keeps (its size, nesting, aliases, the
+    length of its markers): refused before anything reads it further."""
+
+
+# The bounds (README, "Reliability"). A spec comes from review, which may mean a pull
+# request or a model's repository: these keep the work any command does on one small.
+# The corpus's largest spec is 5 KB, nests 6 levels and holds 239 values; its longest
+# marker has 74 characters, and all its markers together 736.
+MAX_SPEC_BYTES = 1 << 20
+MAX_DEPTH = 32  # mappings and lists inside one another; Python's parser stops near 200
+MAX_VALUES = 10_000  # scalars, mappings and lists, an alias counting all it stands for
+MAX_NUMBER = 64  # characters of a number (YAML 1.1's base-60 ints cost quadratic time)
+MAX_MARKER = 1_024  # characters of one string of the format
+MAX_FORMAT_TEXT = 4_096  # characters of all the format's strings together (the grammars
+# are built in time that grows with them: about 1 s per 1,000 characters of markers)
+# Where a spec holds free text rather than the format: these strings are not markers.
+_FREE_TEXT = ("template", "review", "overrides")
+
+
 # --- schema and validation -------------------------------------------------------------
 
 
@@ -75,7 +96,9 @@ def _validator(root: str | None = None) -> jsonschema.Draft202012Validator:
 
 
 def validate(spec: Any, origin: str) -> None:
-    """Raise SpecError for the first schema violation, ordered by YAML path."""
+    """Raise SpecError for the first schema violation, ordered by YAML path, after
+    SpecLimitError for a string of the format over the bounds."""
+    check_markers(spec, origin)
     error = _first_error(_validator(), spec)
     if error is None:
         return
@@ -85,6 +108,44 @@ def validate(spec: Any, origin: str) -> None:
     if culprit is not None:
         message += f" (set by override {culprit})"
     raise SpecError(message)
+
+
+def check_markers(spec: Any, origin: str) -> None:
+    """SpecLimitError where a string of the format is longer than MAX_MARKER, or all of
+    them together longer than MAX_FORMAT_TEXT (free text and template variables aside)."""
+    if not isinstance(spec, dict):
+        return  # the schema says what is wrong
+    total = 0
+    for path, text in _format_strings(spec):
+        if len(text) > MAX_MARKER:
+            raise SpecLimitError(
+                f"{origin}: {_dotted(path)}: {len(text):,} characters; a string of the "
+                f"format has at most {MAX_MARKER:,}"
+            )
+        total += len(text)
+        if total > MAX_FORMAT_TEXT:
+            raise SpecLimitError(
+                f"{origin}: {_dotted(path)}: the format's strings pass {MAX_FORMAT_TEXT:,} "
+                "characters together here, the most a spec holds"
+            )
+
+
+def _format_strings(spec: dict):
+    """(path, text) of each string of the format, in the file's order."""
+    pending: list[tuple[list, Any]] = [
+        ([key], value) for key, value in reversed(spec.items()) if key not in _FREE_TEXT
+    ]
+    while pending:
+        path, value = pending.pop()
+        if path == ["render_inputs", "variables"]:
+            continue  # what the template reads, not what the model writes
+        if isinstance(value, str):
+            yield path, value
+        elif isinstance(value, dict):
+            pending.extend(([*path, key], item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            items = reversed(list(enumerate(value)))
+            pending.extend(([*path, index], item) for index, item in items)
 
 
 def _first_error(validator, instance) -> jsonschema.ValidationError | None:
@@ -261,18 +322,96 @@ def dump(spec: dict) -> str:
 
 
 def load(path: str | Path) -> dict:
-    """Read a spec file; SpecError names the file if it is unreadable or not a mapping."""
+    """Read a spec file; SpecError names the file if it is unreadable or not a mapping,
+    SpecLimitError if it is over the bounds (checked before its values are built)."""
+    text = _read(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read: {exc}") from None
-    try:
+        _check_shape(text, path)
         data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: {_yaml_problem(exc)}") from None
+    except ValueError as exc:  # a scalar the constructor cannot make (int() refuses it)
+        raise SpecError(f"{path}: invalid value: {exc}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: (top level): expected a mapping, got {type(data).__name__}")
+    check_markers(data, str(path))
     return data
+
+
+def _read(path: str | Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            raise SpecLimitError(
+                f"{path}: larger than {MAX_SPEC_BYTES:,} bytes, the most a spec is"
+            )
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read: {exc}") from None
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _check_shape(text: str, path: str | Path) -> None:
+    """SpecLimitError where the YAML nests deeper than MAX_DEPTH, holds more than
+    MAX_VALUES values (an alias counts all its anchor holds, at the depth it is used),
+    or writes a number longer than MAX_NUMBER. Read from the parser's events, before the
+    composer (recursive: libyaml's crashes on deep nesting) and the constructor (which
+    an alias bomb makes build billions of values) see the text."""
+    values = 0
+    # For each open mapping or list: its anchor, the values before it, its deepest level.
+    open_: list[list] = []
+    anchors: dict[str | None, tuple[int, int]] = {}  # anchor → (values held, height)
+    resolver = yaml.resolver.Resolver()
+    for event in yaml.parse(text, Loader=LOADER):
+        level = len(open_)
+        if isinstance(event, yaml.CollectionStartEvent):
+            values += 1
+            level += 1
+            open_.append([event.anchor, values - 1, level])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, before, deepest = open_.pop()
+            if anchor is not None:
+                anchors[anchor] = (values - before, deepest - len(open_))
+            level = deepest
+        elif isinstance(event, yaml.ScalarEvent):
+            values += 1
+            if event.anchor is not None:
+                anchors[event.anchor] = (1, 0)
+            tag = event.tag
+            if tag in (None, "!"):
+                tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            if tag in _NUMBER_TAGS and len(event.value) > MAX_NUMBER:
+                raise _over(
+                    path, event, f"a number of {len(event.value):,} characters; a "
+                    f"number in a spec has at most {MAX_NUMBER}"
+                )
+        elif isinstance(event, yaml.AliasEvent):
+            # An unknown anchor is the composer's error to report.
+            held, height = anchors.get(event.anchor, (1, 0))
+            values += held
+            level += height
+        else:
+            continue
+        if open_:
+            open_[-1][2] = max(open_[-1][2], level)
+        if level > MAX_DEPTH:
+            raise _over(
+                path, event, f"nested {level} levels deep (an alias as deep as what it "
+                f"stands for); a spec nests at most {MAX_DEPTH}"
+            )
+        if values > MAX_VALUES:
+            raise _over(
+                path, event, f"more than {MAX_VALUES:,} values (an alias counting all "
+                "it stands for), the most a spec holds"
+            )
+
+
+def _over(path: str | Path, event, message: str) -> SpecLimitError:
+    mark = event.start_mark
+    return SpecLimitError(f"{path}: line {mark.line + 1} column {mark.column + 1}: {message}")
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -284,6 +423,18 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     if mark is None:
         return f"invalid YAML: {problem}"
     return f"line {mark.line + 1} column {mark.column + 1}: invalid YAML: {problem}"
+
+
+def recorded_template_path(template_path: str, spec_path: str | Path) -> str:
+    """How a spec records its template's path: relative to the spec's folder, with '/',
+    so that a spec's bytes do not depend on the folder the build is run from."""
+    folder = os.path.dirname(os.path.abspath(spec_path))
+    return Path(os.path.relpath(os.path.abspath(template_path), folder)).as_posix()
+
+
+def template_path_of(recorded: str, spec_path: str | Path) -> str:
+    """The template path a spec records, as a path from the current folder."""
+    return os.path.normpath(os.path.join(os.path.dirname(spec_path), recorded))
 
 
 # --- overrides -------------------------------------------------------------------------
@@ -374,6 +525,9 @@ def _check_override(override: Any, index: int, origin: str) -> tuple[str, Any]:
     path = override.get("path")
     if not isinstance(path, str) or not OVERRIDE_PATH.match(path):
         raise SpecError(f"{where}.path: {path!r} is not a dotted path like grammar.triggers.0")
+    steps = path.count(".") + 1
+    if steps > MAX_DEPTH:
+        raise SpecLimitError(f"{where}.path: {steps:,} steps; a spec nests at most {MAX_DEPTH}")
     where = f"{origin}: override {path}"
     for key in ("value", "reason"):
         if key not in override:

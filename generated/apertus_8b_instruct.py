@@ -69,7 +69,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Apertus-8B-Instruct.jinja",
+        "path": "../templates/Apertus-8B-Instruct.jinja",
         "sha256": "dea688e9f24a339a0d2504f6840852adbcedb082373172a0b82ca2c55996768d",
     },
     "render_inputs": {

@@ -79,7 +79,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Apriel-1.6-15b-Thinker-fixed.jinja",
+        "path": "../templates/Apriel-1.6-15b-Thinker-fixed.jinja",
         "sha256": "2f5ce4b3c1e0ab30fc5f204a151aba5ee584615b0aa641afc2d58bcccfe33bdb",
     },
     "render_inputs": {

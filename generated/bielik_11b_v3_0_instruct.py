@@ -83,7 +83,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Bielik-11B-v3.0-Instruct.jinja",
+        "path": "../templates/Bielik-11B-v3.0-Instruct.jinja",
         "sha256": "a30b8c4531dda19196f35fb95ab84110dd8357acbd75eea3776c5543a70db5a9",
     },
     "render_inputs": {

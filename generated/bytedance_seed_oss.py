@@ -98,7 +98,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/ByteDance-Seed-OSS.jinja",
+        "path": "../templates/ByteDance-Seed-OSS.jinja",
         "sha256": "3f9e0dc4adeb8032287d0129dc75b6298fee8698a52ab41e863dbc89929330d3",
     },
     "render_inputs": {

@@ -93,7 +93,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Cohere2MoE.jinja",
+        "path": "../templates/Cohere2MoE.jinja",
         "sha256": "d8366efb9f07c571da620ce6a924594fc52c80273a0fbb46a38b643972df95fd",
     },
     "render_inputs": {

@@ -93,7 +93,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+        "path": "../templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
         "sha256": "cc60b553279347d83df761f5dc55b4b2fb66bc1fa9a33e219911c13c11552fac",
     },
     "render_inputs": {

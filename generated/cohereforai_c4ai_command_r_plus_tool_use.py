@@ -73,7 +73,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+        "path": "../templates/CohereForAI-c4ai-command-r-plus-tool_use.jinja",
         "sha256": "bf9e9ee8c0f2297c6ff60af5fab357d7b34bc4375884ed16ab6aa90597d7eb7d",
     },
     "render_inputs": {

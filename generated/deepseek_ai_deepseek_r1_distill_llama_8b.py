@@ -80,7 +80,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
         "sha256": "dd2675619a64a449cdcdd2b93e605a0a50764cee41e344f244752bc93643936c",
     },
     "render_inputs": {

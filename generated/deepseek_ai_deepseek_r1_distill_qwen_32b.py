@@ -90,7 +90,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
         "sha256": "bbe594884b44d740667ee65a70bc8d333a565eab3d63ea59f291ea73ada84ba6",
     },
     "render_inputs": {

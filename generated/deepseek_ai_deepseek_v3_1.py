@@ -88,7 +88,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-V3.1.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-V3.1.jinja",
         "sha256": "d9f5f351b276cf9e81d009db08830db7d38e94927aecd09a7beb43e2aafee94e",
     },
     "render_inputs": {

@@ -103,7 +103,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-V3.2.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-V3.2.jinja",
         "sha256": "8e5a13fcc4bdd4d943311fc59064b805770fdeddfccbd7f1c252cc16e8acaf3d",
     },
     "render_inputs": {

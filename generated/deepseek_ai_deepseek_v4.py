@@ -103,7 +103,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-V4.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-V4.jinja",
         "sha256": "7bd4fbdf0c06cd7398ddb6913de6e4a5839b9d06569e74e5b2ec246b375ca9c9",
     },
     "render_inputs": {

@@ -103,7 +103,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
+        "path": "../templates/deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
         "sha256": "aec3d906bce80d43a9e6e89922c04e8e752c05f71f10040ba3f61b746ebacd6d",
     },
     "render_inputs": {

@@ -72,7 +72,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/fireworks-ai-llama-3-firefunction-v2.jinja",
+        "path": "../templates/fireworks-ai-llama-3-firefunction-v2.jinja",
         "sha256": "fcb749f5c5d6bbc4240db4e86af5dfcefe9c7e85355235d0f304ab4319ba6b51",
     },
     "render_inputs": {

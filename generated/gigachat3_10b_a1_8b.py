@@ -77,7 +77,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/GigaChat3-10B-A1.8B.jinja",
+        "path": "../templates/GigaChat3-10B-A1.8B.jinja",
         "sha256": "bbbf2de800b645dfe032b1d85e1d6479d78fd82d38d4af0d8d5bb2dacacd20d6",
     },
     "render_inputs": {

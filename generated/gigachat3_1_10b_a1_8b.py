@@ -74,7 +74,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/GigaChat3.1-10B-A1.8B.jinja",
+        "path": "../templates/GigaChat3.1-10B-A1.8B.jinja",
         "sha256": "304f0d64aa3ba30ee85c281befdeb0e5b32aed232b06dee1752310daa1208a4b",
     },
     "render_inputs": {

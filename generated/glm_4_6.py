@@ -100,7 +100,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/GLM-4.6.jinja",
+        "path": "../templates/GLM-4.6.jinja",
         "sha256": "8804f445c761b9f259e3c1126a579d481a22ca09b2a3d32bcc4eb91bc36e0301",
     },
     "render_inputs": {

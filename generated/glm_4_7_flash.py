@@ -100,7 +100,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/GLM-4.7-Flash.jinja",
+        "path": "../templates/GLM-4.7-Flash.jinja",
         "sha256": "d63ad536c3c81880043e22ec7fd08db42b4d8fb7c89c7138bc562bfa25281375",
     },
     "render_inputs": {

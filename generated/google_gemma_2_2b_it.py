@@ -75,7 +75,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/google-gemma-2-2b-it.jinja",
+        "path": "../templates/google-gemma-2-2b-it.jinja",
         "sha256": "ecd6ae513fe103f0eb62e8ab5bfa8d0fe45c1074fa398b089c93a7e70c15cfd6",
     },
     "render_inputs": {

@@ -109,7 +109,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/google-gemma-4-31B-it.jinja",
+        "path": "../templates/google-gemma-4-31B-it.jinja",
         "sha256": "85a08664d16d8f3be4416c92427b3ac10df1024ac566cc0b4bc3bab409393f98",
     },
     "render_inputs": {

@@ -107,7 +107,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/google-gemma-4-31B-it-interleaved.jinja",
+        "path": "../templates/google-gemma-4-31B-it-interleaved.jinja",
         "sha256": "65f93a25708c952457106a30e185ba7beffddd726121c8d7e3f3e08b23c16c67",
     },
     "render_inputs": {

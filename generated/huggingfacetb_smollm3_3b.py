@@ -78,7 +78,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/HuggingFaceTB-SmolLM3-3B.jinja",
+        "path": "../templates/HuggingFaceTB-SmolLM3-3B.jinja",
         "sha256": "19eacf64569032f07644ea92c8e2a87af06ee7008147557302c31e474912ca97",
     },
     "render_inputs": {

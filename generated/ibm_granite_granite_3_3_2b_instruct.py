@@ -72,7 +72,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/ibm-granite-granite-3.3-2B-Instruct.jinja",
+        "path": "../templates/ibm-granite-granite-3.3-2B-Instruct.jinja",
         "sha256": "3c71df5f659987462c882bf9e295b597dc19902467a7312ea382c5896681bc02",
     },
     "render_inputs": {

@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/ibm-granite-granite-4.0.jinja",
+        "path": "../templates/ibm-granite-granite-4.0.jinja",
         "sha256": "9524df67b77a7b25a2dfee898f75b316a157eb9d855b51e32aeac79d7c8a83ce",
     },
     "render_inputs": {

@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/ibm-granite-granite-4.1.jinja",
+        "path": "../templates/ibm-granite-granite-4.1.jinja",
         "sha256": "fed2756d2d24e127b951dcf139d0b03ab7db8ef23a456128ebc9c2db4901d476",
     },
     "render_inputs": {

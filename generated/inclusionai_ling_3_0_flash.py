@@ -101,7 +101,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/inclusionai-ling-3.0-flash.jinja",
+        "path": "../templates/inclusionai-ling-3.0-flash.jinja",
         "sha256": "b4ab3a1c8f748e6f874d9aea102333efe7ab82528e8ab81c2eb155851e8705c6",
     },
     "render_inputs": {

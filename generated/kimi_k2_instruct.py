@@ -81,7 +81,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Kimi-K2-Instruct.jinja",
+        "path": "../templates/Kimi-K2-Instruct.jinja",
         "sha256": "1d396d5b128cdb9b2a4ef73434fa08d31c75604a11daa77bcb4b622d32dddd41",
     },
     "render_inputs": {

@@ -87,7 +87,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Kimi-K2-Thinking.jinja",
+        "path": "../templates/Kimi-K2-Thinking.jinja",
         "sha256": "2f6c593d50682612ccc3229f043ecd1bdeb5a32fdfe86ca2158203a61d885817",
     },
     "render_inputs": {

@@ -110,7 +110,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Kimi-K3.jinja",
+        "path": "../templates/Kimi-K3.jinja",
         "sha256": "4578103bf225f58d5b7ceb613ccc2ac8fe82b6707b7289211b3d4825e87806b3",
     },
     "render_inputs": {

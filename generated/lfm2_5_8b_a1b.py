@@ -99,7 +99,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/LFM2.5-8B-A1B.jinja",
+        "path": "../templates/LFM2.5-8B-A1B.jinja",
         "sha256": "6d65c8804847ad74eea912dd7eca3dc1cf7a457b53a77f47d841a14121910963",
     },
     "render_inputs": {

@@ -72,7 +72,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/LFM2.5-Instruct.jinja",
+        "path": "../templates/LFM2.5-Instruct.jinja",
         "sha256": "f05bf4b967dc993bdc7a2fe6e43759ee218eb0eb340d68b063e1c4f8ad148176",
     },
     "render_inputs": {

@@ -72,7 +72,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/LFM2-8B-A1B.jinja",
+        "path": "../templates/LFM2-8B-A1B.jinja",
         "sha256": "2294f49b51a0b9a1b0194add3f124237b5bd986599f43180eec49bba4de01365",
     },
     "render_inputs": {

@@ -86,7 +86,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/llama-cpp-deepseek-r1.jinja",
+        "path": "../templates/llama-cpp-deepseek-r1.jinja",
         "sha256": "0d11fd8d7cf3f212733d73dfe09ead89a14a18816661dc30ea1fb3147428fba1",
     },
     "render_inputs": {

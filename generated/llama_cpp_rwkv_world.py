@@ -81,7 +81,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/llama-cpp-rwkv-world.jinja",
+        "path": "../templates/llama-cpp-rwkv-world.jinja",
         "sha256": "e70723034f0928096207d99b2ec4678950361f290f5341c017d957f88b196935",
     },
     "render_inputs": {

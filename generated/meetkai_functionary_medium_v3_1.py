@@ -70,7 +70,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/meetkai-functionary-medium-v3.1.jinja",
+        "path": "../templates/meetkai-functionary-medium-v3.1.jinja",
         "sha256": "2fc9dbfaea552f864b4b8cdf9d17401e9a49cbda199498531f137eb0ec5ae1d8",
     },
     "render_inputs": {

@@ -83,7 +83,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/meetkai-functionary-medium-v3.2.jinja",
+        "path": "../templates/meetkai-functionary-medium-v3.2.jinja",
         "sha256": "5c7c96c27cfecf3418411d1ebd0d11d691ab6bd2155bb38dacc62250fe47c3c8",
     },
     "render_inputs": {

@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/meta-llama-Llama-3.1-8B-Instruct.jinja",
+        "path": "../templates/meta-llama-Llama-3.1-8B-Instruct.jinja",
         "sha256": "e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65",
     },
     "render_inputs": {

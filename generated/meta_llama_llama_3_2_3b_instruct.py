@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/meta-llama-Llama-3.2-3B-Instruct.jinja",
+        "path": "../templates/meta-llama-Llama-3.2-3B-Instruct.jinja",
         "sha256": "5816fce10444e03c2e9ee1ef8a4a1ea61ae7e69e438613f3b17b69d0426223a4",
     },
     "render_inputs": {

@@ -74,7 +74,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/microsoft-Phi-3.5-mini-instruct.jinja",
+        "path": "../templates/microsoft-Phi-3.5-mini-instruct.jinja",
         "sha256": "78d976a442bcde2f0be15aafbb8e3050e1104f86732266f68403251b89982a90",
     },
     "render_inputs": {

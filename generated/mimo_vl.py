@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/MiMo-VL.jinja",
+        "path": "../templates/MiMo-VL.jinja",
         "sha256": "10490379c20af484107413cc5fd93f6e587d0cb4364a183a89ab68849406b80d",
     },
     "render_inputs": {

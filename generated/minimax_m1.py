@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/MiniMax-M1.jinja",
+        "path": "../templates/MiniMax-M1.jinja",
         "sha256": "e1790d8fbe1c587e6fc385e2a712363f86faf52ae1fb1fcbfc5ded3eb1fae70a",
     },
     "render_inputs": {

@@ -101,7 +101,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/MiniMax-M2.jinja",
+        "path": "../templates/MiniMax-M2.jinja",
         "sha256": "967ff7e387676f4b4340585da0585416532f1e6c5ee3f1ede64b2c21ef7ea001",
     },
     "render_inputs": {

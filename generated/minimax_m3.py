@@ -104,7 +104,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/MiniMax-M3.jinja",
+        "path": "../templates/MiniMax-M3.jinja",
         "sha256": "11421244f67553498e5c8112dae02802025bcc4305ec45ad380af95c96f9fe64",
     },
     "render_inputs": {

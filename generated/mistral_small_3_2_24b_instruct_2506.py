@@ -72,7 +72,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Mistral-Small-3.2-24B-Instruct-2506.jinja",
+        "path": "../templates/Mistral-Small-3.2-24B-Instruct-2506.jinja",
         "sha256": "5b8f31f11198696548d544dbe424a3c1ef244d00a475f4e1bffb351fda085608",
     },
     "render_inputs": {

@@ -82,7 +82,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+        "path": "../templates/mistralai-Ministral-3-14B-Reasoning-2512.jinja",
         "sha256": "39f03c383413f531fd302c06c7e982ad98c83f0657a8339ae25478ccb81fdcda",
     },
     "render_inputs": {

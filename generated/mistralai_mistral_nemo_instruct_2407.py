@@ -73,7 +73,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/mistralai-Mistral-Nemo-Instruct-2407.jinja",
+        "path": "../templates/mistralai-Mistral-Nemo-Instruct-2407.jinja",
         "sha256": "e4676cb56dffea7782fd3e2b577cfaf1e123537e6ef49b3ec7caa6c095c62272",
     },
     "render_inputs": {

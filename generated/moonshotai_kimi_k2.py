@@ -81,7 +81,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/moonshotai-Kimi-K2.jinja",
+        "path": "../templates/moonshotai-Kimi-K2.jinja",
         "sha256": "9fcc72b7c248a72020c81f70bb652f3094d18a750c93ca35dfcb3cf5fe23ff53",
     },
     "render_inputs": {

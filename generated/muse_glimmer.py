@@ -108,7 +108,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/muse-glimmer.jinja",
+        "path": "../templates/muse-glimmer.jinja",
         "sha256": "cfc67e5f349f37690dfd31ed1f18bc4442a9dd32fe39a648f993cb4eb3cae678",
     },
     "render_inputs": {

@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+        "path": "../templates/NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
         "sha256": "7ce09d55d3690e06c70b5c07228cc7e8c99c43a23cdc027762be4011efcdea6c",
     },
     "render_inputs": {

@@ -101,7 +101,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+        "path": "../templates/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
         "sha256": "ab7813c3abdd9cb655905a410728b26c7884eca45ddfab8d9f931553485a7862",
     },
     "render_inputs": {

@@ -85,7 +85,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/NVIDIA-Nemotron-Nano-v2.jinja",
+        "path": "../templates/NVIDIA-Nemotron-Nano-v2.jinja",
         "sha256": "52ae8e50fa083e63a0a5726eeffc85502089b82064aceb1bddf0366f7317b3f8",
     },
     "render_inputs": {

@@ -99,7 +99,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/openai-gpt-oss-120b.jinja",
+        "path": "../templates/openai-gpt-oss-120b.jinja",
         "sha256": "a4c9919cbbd4acdd51ccffe22da049264b1b73e59055fa58811a99efbd7c8146",
     },
     "render_inputs": {

@@ -100,7 +100,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/openbmb-MiniCPM5-1B.jinja",
+        "path": "../templates/openbmb-MiniCPM5-1B.jinja",
         "sha256": "7451a05cf1e28a79d97d7c0bc951028c0b1915119bf9046acd06a0e3d931f47c",
     },
     "render_inputs": {

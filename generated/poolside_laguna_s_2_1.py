@@ -100,7 +100,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/poolside-Laguna-S-2.1.jinja",
+        "path": "../templates/poolside-Laguna-S-2.1.jinja",
         "sha256": "444819b8ad4612870827ac05b9147fe9e3344d3850cae8c2790898fc514099ff",
     },
     "render_inputs": {

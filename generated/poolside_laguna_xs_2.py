@@ -102,7 +102,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/poolside-Laguna-XS.2.jinja",
+        "path": "../templates/poolside-Laguna-XS.2.jinja",
         "sha256": "cefcef90515772c003776b3d7db3c088f4e0ee89f8470679b95cf83210dc9e06",
     },
     "render_inputs": {

@@ -102,7 +102,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/poolside-Laguna-XS-2.1.jinja",
+        "path": "../templates/poolside-Laguna-XS-2.1.jinja",
         "sha256": "5f1bf14725b6a0e662678e7ca66d7b347bbaa436b09db038472045aba37da2f2",
     },
     "render_inputs": {

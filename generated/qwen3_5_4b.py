@@ -102,7 +102,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Qwen3.5-4B.jinja",
+        "path": "../templates/Qwen3.5-4B.jinja",
         "sha256": "a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715",
     },
     "render_inputs": {

@@ -94,7 +94,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Qwen3-Coder.jinja",
+        "path": "../templates/Qwen3-Coder.jinja",
         "sha256": "d287fb2edf144207f868ae1b282755dc19db2a3f1c5b3a3d57e9e5abffa98392",
     },
     "render_inputs": {

@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Qwen-Qwen2.5-7B-Instruct.jinja",
+        "path": "../templates/Qwen-Qwen2.5-7B-Instruct.jinja",
         "sha256": "cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f",
     },
     "render_inputs": {

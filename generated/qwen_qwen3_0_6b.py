@@ -82,7 +82,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Qwen-Qwen3-0.6B.jinja",
+        "path": "../templates/Qwen-Qwen3-0.6B.jinja",
         "sha256": "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5",
     },
     "render_inputs": {

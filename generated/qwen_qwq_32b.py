@@ -85,7 +85,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Qwen-QwQ-32B.jinja",
+        "path": "../templates/Qwen-QwQ-32B.jinja",
         "sha256": "5ed15374ce53e19a7798710736a2c9fe41c79f7385e8421a2080d6575a80ef1b",
     },
     "render_inputs": {

@@ -82,7 +82,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Reka-Edge.jinja",
+        "path": "../templates/Reka-Edge.jinja",
         "sha256": "546b04dba74993efae8f9da3ba08e29f437f5ac3f4e40b5cb9a4de5901a841df",
     },
     "render_inputs": {

@@ -100,7 +100,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/Spark2.5.jinja",
+        "path": "../templates/Spark2.5.jinja",
         "sha256": "afea0f7114d5d35b20ad9f44f7dd0782791412b8fcfc1b49e31f27c2da09e9cb",
     },
     "render_inputs": {

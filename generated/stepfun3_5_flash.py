@@ -99,7 +99,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/StepFun3.5-Flash.jinja",
+        "path": "../templates/StepFun3.5-Flash.jinja",
         "sha256": "b18b99dff7261214c43e0402cba9f573e3240be6f9bb7ccaa54bb8df97e49dca",
     },
     "render_inputs": {

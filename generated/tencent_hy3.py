@@ -106,7 +106,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/tencent-Hy3.jinja",
+        "path": "../templates/tencent-Hy3.jinja",
         "sha256": "84437b9746423f042920c15289ac84d4eba7a50a11ebc05e8b414c460f814873",
     },
     "render_inputs": {

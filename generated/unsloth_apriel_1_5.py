@@ -71,7 +71,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/unsloth-Apriel-1.5.jinja",
+        "path": "../templates/unsloth-Apriel-1.5.jinja",
         "sha256": "fae87682d3551b1cd3191fc92c5372c230e6e90115a98f049e35218cf4e13d8f",
     },
     "render_inputs": {

@@ -70,7 +70,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/unsloth-mistral-Devstral-Small-2507.jinja",
+        "path": "../templates/unsloth-mistral-Devstral-Small-2507.jinja",
         "sha256": "039a4710e2aabaa79e85a233fa3daa4fbc030a4a8dc218cb7f34fb0c4b8c13b1",
     },
     "render_inputs": {

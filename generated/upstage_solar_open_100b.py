@@ -91,7 +91,7 @@ SPEC = {
     "spec_version": 1,
     "compiler_version": "0.1.0",
     "template": {
-        "path": "templates/upstage-Solar-Open-100B.jinja",
+        "path": "../templates/upstage-Solar-Open-100B.jinja",
         "sha256": "4618a1ec1a3442b9723d661d72bb1776d1bf8ebd7281a3bf3edd8bfd80e5ad4e",
     },
     "render_inputs": {

@@ -273,8 +273,8 @@ def template_for(spec: dict) -> ChatTemplate | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _template(relative_path: str, inputs_json: str) -> ChatTemplate | None:
-    path = os.path.join(ROOT, relative_path)
+def _template(recorded_path: str, inputs_json: str) -> ChatTemplate | None:
+    path = os.path.join(SPECS, recorded_path)  # a spec records it relative to itself
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as handle:
@@ -282,7 +282,7 @@ def _template(relative_path: str, inputs_json: str) -> ChatTemplate | None:
     inputs = json.loads(inputs_json)
     return ChatTemplate(
         source,
-        relative_path,
+        os.path.relpath(path, ROOT),
         RenderInputs(inputs["bos_token"], inputs["eos_token"], inputs["variables"]),
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -106,10 +107,16 @@ def measured_build(templates: Path, out: Path) -> tuple[int, str, float, int]:
     """(exit code, stderr, seconds, peak bytes) of a build in a subprocess."""
     argv = ["build", "--templates", str(templates), "--specs", str(out / "specs"),
             "--generated", str(out / "generated")]  # fmt: skip
+    return measured(argv)
+
+
+def measured(argv: list[str], stdin: str = "") -> tuple[int, str, float, int]:
+    """(exit code, stderr, seconds, peak bytes) of `python -m compiler ARGV`."""
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", _MEASURED, *argv],
         cwd=ROOT,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
@@ -196,6 +203,153 @@ def test_size_checks_leave_ordinary_values_alone():
     assert ChatTemplate(source, "t.jinja").render(USER) == (
         "  ab  |  a\n  b|x-007|1,2|ayyb|a12|  x|a,b|a1None|  2.2|[[1, 2], [3, 0]]|3072|[1, 2]"
     )
+
+
+# ---------------------------------------------------------------------------------------
+# hostile spec files: refused by every command that reads one, fast, in one line
+
+SPEC_SECONDS = 10.0
+SPEC_BYTES = 200 << 20
+QWEN_SPEC = (ROOT / "specs" / "qwen_qwen3_0_6b.yaml").read_text(encoding="utf-8")
+
+
+def _with_variables(lines: str) -> str:
+    text = QWEN_SPEC.replace("  variables: {}\n", "  variables:\n" + lines)
+    assert text != QWEN_SPEC
+    return text
+
+
+def _nested(levels: int) -> str:
+    return _with_variables(f"    x: {'[' * levels}{']' * levels}\n")
+
+
+def _alias_bomb(depth: int, width: int = 10) -> str:
+    lines = [f"    a0: &a0 [{', '.join(['lol'] * width)}]\n"]
+    for level in range(1, depth + 1):
+        lines.append(f"    a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * width)}]\n")
+    return _with_variables("".join(lines))
+
+
+def _call_opener(text: str) -> str:
+    spec = QWEN_SPEC.replace('    start: "<tool_call>\\n"\n', f'    start: "{text}"\n')
+    assert spec != QWEN_SPEC
+    return spec
+
+
+# Before the bounds: libyaml's composer crashed (SIGSEGV) on the first; the second was a
+# RecursionError and the third "too many nested parentheses" compiling the module, both
+# "a compiler bug?"; the alias bomb ran for minutes taking gigabytes, as did the marker.
+HOSTILE_SPECS = {
+    "brackets_100kb": (_nested(50_000), "line 24 column 37: nested 33 levels deep"),
+    "brackets_20000": (_nested(20_000), "line 24 column 37: nested 33 levels deep"),
+    "variables_500_deep": (_nested(500), "line 24 column 37: nested 33 levels deep"),
+    "alias_bomb": (_alias_bomb(5), "more than 10,000 values"),
+    "marker_100000": (
+        _call_opener("<" * 100_000),
+        "tools.call.start: 100,000 characters; a string of the format has at most 1,024",
+    ),
+}
+
+
+def _command(command: str, folder: Path, spec: Path) -> tuple[list[str], str]:
+    """argv and stdin of one command reading ``spec``."""
+    if command == "parse":
+        return ["parse", str(spec)], "hello"
+    if command == "plugin":
+        return ["plugin", "vllm", str(spec), "-o", str(folder / "plugin.py")], ""
+    return [command, "--templates", str(folder / "templates"), "--specs", str(spec.parent),
+            "--generated", str(folder / "generated")], ""  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["parse", "check", "build", "plugin"])
+@pytest.mark.parametrize("name", list(HOSTILE_SPECS))
+def test_a_hostile_spec_is_refused_fast_in_one_line(tmp_path, name, command):
+    text, problem = HOSTILE_SPECS[name]
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "good.jinja").write_text(GOOD, encoding="utf-8")
+    spec = tmp_path / "specs" / "good.yaml"
+    spec.parent.mkdir()
+    spec.write_text(text, encoding="utf-8")
+    argv, stdin = _command(command, tmp_path, spec)
+    code, err, seconds, peak = measured(argv, stdin)
+    print(f"{name} {command}: {seconds:.2f} s, peak {peak / 2**20:.0f} MiB")
+    assert code == 2, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {spec}: {errors[0][len(f'error: {spec}: '):]}"], err
+    assert problem in errors[0]
+    assert "compiler bug" not in err
+    if command != "build":  # the build's progress line names the template too
+        assert err.splitlines() == errors
+    assert seconds < SPEC_SECONDS, (seconds, err)
+    assert peak < SPEC_BYTES, (peak, err)
+    assert not (tmp_path / "plugin.py").exists()
+
+
+def _loaded(tmp_path: Path, text: str) -> dict:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    return specs.load(path)
+
+
+def test_a_spec_at_the_bounds_loads(tmp_path):
+    # The lists are inside the top mapping, render_inputs and variables.
+    assert _loaded(tmp_path, _nested(specs.MAX_DEPTH - 3))
+    with pytest.raises(specs.SpecLimitError, match="nested 33 levels deep"):
+        _loaded(tmp_path, _nested(specs.MAX_DEPTH - 2))
+    # Aliases: a2 stands for 1,111 values, a3 for 11,111.
+    assert _loaded(tmp_path, _alias_bomb(2))["render_inputs"]["variables"]["a2"][9][9][9] == "lol"
+    with pytest.raises(specs.SpecLimitError, match="more than 10,000 values"):
+        _loaded(tmp_path, _alias_bomb(3))
+    assert _loaded(tmp_path, _call_opener("<" * specs.MAX_MARKER))
+    with pytest.raises(specs.SpecLimitError, match="1,025 characters"):
+        _loaded(tmp_path, _call_opener("<" * (specs.MAX_MARKER + 1)))
+
+
+def test_markers_together_are_bounded_and_variables_are_not_markers(tmp_path):
+    many = "".join(f"  - {chr(0x4E00 + i) * 1000}\n" for i in range(5))
+    text = QWEN_SPEC.replace("  preserved_tokens:\n", "  preserved_tokens:\n" + many)
+    with pytest.raises(specs.SpecLimitError, match=r"grammar\.preserved_tokens\.3: the format's"):
+        _loaded(tmp_path, text)
+    assert _loaded(tmp_path, _with_variables(f"    date: {'x' * 100_000}\n"))
+
+
+def test_an_override_over_the_bounds_fails_its_template(tmp_path):
+    value = "<" * 2000
+    spec = tmp_path / "specs" / "good.yaml"
+    spec.parent.mkdir()
+    spec.write_text(
+        f"overrides:\n- path: tools.call.end\n  value: '{value}'\n  reason: hostile\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "good.jinja").write_text(GOOD, encoding="utf-8")
+    report = build(discover(str(tmp_path)), str(spec.parent), str(tmp_path / "out"),
+                   log=lambda message: None)  # fmt: skip
+    assert report.failures == [
+        f"{spec}: tools.call.end: 2,000 characters; a string of the format has at most 1,024"
+    ]
+
+
+def test_an_override_path_deeper_than_a_spec_is_refused():
+    def override(steps: int) -> dict:
+        return {"path": ".".join(["a"] * steps), "value": 1, "reason": "deep"}
+
+    patched, _ = specs.apply_overrides({}, [override(specs.MAX_DEPTH)], "o.yaml")
+    assert len(str(patched)) > specs.MAX_DEPTH
+    with pytest.raises(specs.SpecLimitError, match=r"^o\.yaml: overrides\.0\.path: 5,000 steps"):
+        specs.apply_overrides({}, [override(5_000)], "o.yaml")
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (":".join(["1"] * 30_000), "line 24 column 8: a number of 59,999 characters"),
+        ("1" * 5000, "line 24 column 8: a number of 5,000 characters"),
+        ("!!int abc", "invalid value: invalid literal for int()"),
+    ],
+)
+def test_numbers_are_bounded(tmp_path, value, problem):
+    with pytest.raises(specs.SpecError, match=re.escape(problem)):
+        _loaded(tmp_path, _with_variables(f"    n: {value}\n"))
 
 
 # ---------------------------------------------------------------------------------------

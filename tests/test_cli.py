@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from compiler.build import outputs
 from compiler.explain import explain
 from compiler.loader import load_generated
 from compiler.render import ChatTemplate
+from compiler.sources import discover
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "templates")
@@ -508,29 +510,6 @@ def test_analyze_a_gguf_file(tmp_path, capsys, reference):
     assert spec["render_inputs"]["bos_token"] == "<s>"
 
 
-def test_analyze_warns_about_an_empty_template(tmp_path, capsys):
-    path = write(tmp_path / "empty.jinja", "")
-    code, out, err = run(capsys, "analyze", path)
-    assert code == 0 and out.startswith(specs.HEADER)
-    assert err == (
-        f"warning: {path}: the template is empty: it renders nothing, so its spec "
-        "describes no format (no reasoning, no tool calls, no end-of-turn marker)\n"
-    )
-
-
-def test_build_warns_about_an_empty_template(tmp_path, capsys):
-    folder = tmp_path / "templates"
-    folder.mkdir()
-    path = write(folder / "empty.jinja", "")
-    out_specs, out_generated = str(tmp_path / "specs"), str(tmp_path / "generated")
-    code, out, err = run(
-        capsys, "build", "--templates", str(folder), "--specs", out_specs,
-        "--generated", out_generated,
-    )  # fmt: skip
-    assert code == 0
-    assert f"warning: {path}: the template is empty" in out + err
-
-
 def test_analyze_a_corpus_template_takes_its_manifest_inputs(tmp_path, capsys):
     name = "CohereForAI-c4ai-command-r-plus-tool_use.jinja"
     text = corpus_text(name)
@@ -883,8 +862,8 @@ def test_version(capsys):
     "command, defaults",
     [
         ("fetch", ["templates", ".cache/corpus"]),
-        ("build", ["templates", "none", "specs", "generated"]),
-        ("check", ["templates", "none", "specs", "generated"]),
+        ("build", ["templates, or none when --source is given", "none", "specs", "generated"]),
+        ("check", ["templates, or none when --source is given", "none", "specs", "generated"]),
         ("analyze", ["its own, named 'default'"]),
         ("parse", ["'generated' beside the spec's directory", "none", "thinking on"]),
     ],
@@ -1008,3 +987,196 @@ def test_plugin_for_a_format_with_neither_calls_nor_reasoning_is_refused_by_sgla
     assert_one_line_error(err, "google_gemma_2_2b_it", "neither tool calls nor reasoning")
     assert not out.exists()
 
+
+
+# --------------------------------------------------------------------------- a new user's first use
+
+DEVSTRAL = "unsloth-mistral-Devstral-Small-2507.jinja"
+GOOD = "guillemet_calls.jinja"  # an invented template with calls
+
+
+def files_in(folder) -> list[str]:
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def test_build_of_one_source_outside_the_repository_builds_it_alone(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no templates/ here
+    write("model.jinja", corpus_text(QWEN))
+    code, out, err = run(capsys, "build", "--source", "model.jinja", "--specs", "s",
+                         "--generated", "g")  # fmt: skip
+    assert code == 0, err
+    assert out.startswith("1 templates: 1 specs and ")
+    assert files_in("s") == ["model.yaml"]
+    assert "model.py" in files_in("g")
+
+
+def test_build_of_one_source_inside_the_repository_builds_it_alone(tmp_path, capsys, monkeypatch):
+    if not os.path.isdir(CORPUS):
+        pytest.skip("no corpus: run make templates")
+    monkeypatch.chdir(ROOT)  # templates/ holds the corpus
+    model = write(tmp_path / "model.jinja", corpus_text(QWEN))
+    code, out, err = run(capsys, "build", "--source", model, "--specs", str(tmp_path / "s"),
+                         "--generated", str(tmp_path / "g"))  # fmt: skip
+    assert code == 0, err
+    assert err.splitlines() == ["[1/1] model"]
+    assert files_in(tmp_path / "s") == ["model.yaml"]
+
+
+def test_check_of_one_source_checks_only_its_spec_and_module(tree, capsys):
+    source = "templates/" + QWEN
+    code, out, err = run(capsys, "check", "--source", source, "--specs", "specs",
+                         "--generated", "generated")  # fmt: skip
+    assert (code, out, err) == (0, "specs in specs and parsers in generated are up to date\n", "")
+    write(QWEN_PARSER, read(QWEN_PARSER) + "# edited\n")
+    code, out, _ = run(capsys, "check", "--source", source, "--specs", "specs",
+                       "--generated", "generated")  # fmt: skip
+    assert code == 1
+    assert out.splitlines() == [
+        f"{QWEN_PARSER}: differs from what {QWEN_SPEC} produces",
+        f"1 problems: `python -m compiler build --source {source} --specs specs "
+        "--generated generated` rebuilds them",
+    ]
+
+
+def test_check_of_the_repository_layout_names_make_specs(tree, capsys):
+    write(QWEN_PARSER, read(QWEN_PARSER) + "# edited\n")
+    code, out, _ = run(capsys, *CHECK)
+    assert code == 1
+    assert out.splitlines()[-1] == "1 problems: `make specs` rebuilds them"
+
+
+def test_rebuilding_from_another_folder_leaves_specs_and_modules_alone(tree, capsys, monkeypatch):
+    assert specs.load(QWEN_SPEC)["template"]["path"] == f"../templates/{QWEN}"
+    elsewhere = tree / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = run(capsys, "build", "--templates", "../templates", "--specs", "../specs",
+                         "--generated", "../generated")  # fmt: skip
+    assert (code, out) == (0, "2 templates: 0 specs and 0 generated files changed, 0 warnings\n")
+    code, out, err = run(capsys, "build", "--templates", str(tree / "templates"), "--specs",
+                         str(tree / "specs"), "--generated", str(tree / "generated"))  # fmt: skip
+    assert (code, out) == (0, "2 templates: 0 specs and 0 generated files changed, 0 warnings\n")
+    code, out, err = run(capsys, "check", "--templates", "../templates", "--specs", "../specs",
+                         "--generated", "../generated")  # fmt: skip
+    assert (code, err) == (0, ""), out
+
+
+def built_stop(folder, slug: str) -> list[str]:
+    return load_module(str(folder / "g" / f"{slug}.py")).STOP
+
+
+def test_a_lone_template_takes_its_bos_and_eos_from_flags(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write("devstral.jinja", corpus_text(DEVSTRAL))
+    code, _, err = run(capsys, "build", "--source", "devstral.jinja", "--bos-token", "<s>",
+                       "--eos-token", "</s>", "--specs", "s", "--generated", "g")  # fmt: skip
+    assert code == 0, err
+    module = load_module("g/devstral.py")
+    assert module.STOP == ["</s>"]
+    assert module.parse("Hello.</s>")["content"] == "Hello."
+    inputs = specs.load("s/devstral.yaml")["render_inputs"]
+    assert (inputs["bos_token"], inputs["eos_token"]) == ("<s>", "</s>")
+    # check needs the same flags: without them the render inputs differ.
+    code, out, _ = run(capsys, "check", "--source", "devstral.jinja", "--specs", "s",
+                       "--generated", "g")  # fmt: skip
+    assert code == 1 and "render inputs of devstral.jinja changed" in out
+    assert "--bos-token '<s>' --eos-token '</s>'" not in out
+    code, out, _ = run(capsys, "check", "--source", "devstral.jinja", "--bos-token", "<s>",
+                       "--eos-token", "</s>", "--specs", "s", "--generated", "g")  # fmt: skip
+    assert code == 0, out
+
+
+def test_a_lone_template_takes_its_bos_and_eos_from_a_tokenizer_config_beside_it(
+    tmp_path, capsys
+):
+    model = tmp_path / "model"
+    path = write(model / "devstral.jinja", corpus_text(DEVSTRAL))
+    write(model / "tokenizer_config.json", json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+    spec = analyzed(capsys, path)
+    inputs = spec["render_inputs"]
+    assert (inputs["bos_token"], inputs["eos_token"]) == ("<s>", "</s>")
+    flags = analyzed(capsys, write(tmp_path / "devstral.jinja", corpus_text(DEVSTRAL)),
+                     "--bos-token", "<s>", "--eos-token", "</s>")  # fmt: skip
+    assert format_of(spec) == format_of(flags)
+
+
+def test_token_flags_without_a_jinja_source_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write("model/tokenizer_config.json", json.dumps({"chat_template": "{{ messages }}"}))
+    code, out, err = run(capsys, "build", "--source", "model", "--eos-token", "</s>")
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "--bos-token and --eos-token are for a .jinja file")
+
+
+NOT_TEMPLATES = {  # name: (text, the error)
+    "prose": (
+        "A chat template\nwrites each message. This file only talks about it.\n",
+        "not a chat template: it renders the conversation without the user's message",
+    ),
+    "empty": ("", "the template is empty"),
+    "blank": ("  \n\t\n", "the template is empty"),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_TEMPLATES))
+def test_a_file_that_is_no_chat_template_fails_by_name(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    text, why = NOT_TEMPLATES[name]
+    write(f"templates/{name}.jinja", text)
+    write("templates/good.jinja", read(os.path.join(ROOT, "tests", "invented", GOOD)))
+    code, out, err = run(capsys, "build", "--templates", "templates", "--specs", "s",
+                         "--generated", "g")  # fmt: skip
+    assert code == 2
+    [error] = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert error.startswith(f"error: templates/{name}.jinja: {why}"), error
+    assert files_in("s") == ["good.yaml"]
+    assert not [file for file in files_in("g") if file.startswith(name)]
+    code, out, err = run(capsys, "analyze", f"templates/{name}.jinja")
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, f"templates/{name}.jinja: {why}")
+
+
+def test_parse_reads_bytes_that_are_not_utf8_as_replacement_characters(tree):
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "parse", QWEN_SPEC],
+        input=b"caf\xe9 \xff\xfe ok<|im_end|>",
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    message = json.loads(result.stdout.decode("utf-8"))  # strict: valid UTF-8
+    assert message["content"] == "caf\ufffd \ufffd\ufffd ok"
+
+
+def test_parse_into_a_reader_that_stops_says_nothing(tree):
+    write("long.txt", "word " * 100_000)  # more than a pipe holds
+    command = f"{shlex.quote(sys.executable)} -m compiler parse {QWEN_SPEC} < long.txt | head -c 10"
+    result = subprocess.run(
+        command, shell=True, capture_output=True, env={**os.environ, "PYTHONPATH": ROOT}
+    )
+    assert result.stdout == b'{\n  "role"'
+    assert result.stderr == b""
+
+
+def test_a_symlink_loop_is_reported(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.makedirs("templates")
+    os.symlink("loop.jinja", "templates/loop.jinja")
+    code, out, err = run(capsys, "build", "--templates", "templates")
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "templates/loop.jinja is a symlink that leads nowhere")
+
+
+def test_a_symlink_out_of_the_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write("elsewhere/secret.jinja", "{{ messages[0].content }}")
+    write("templates/own.jinja", "{{ messages[0].content }}")
+    os.symlink("own.jinja", "templates/same.jinja")  # inside the folder: a template
+    os.symlink("../elsewhere/secret.jinja", "templates/out.jinja")
+    code, out, err = run(capsys, "build", "--templates", "templates")
+    assert (code, out) == (2, "")
+    assert_one_line_error(
+        err, f"templates/out.jinja is a symlink out of templates (to {tmp_path}/elsewhere/secret"
+    )
+    os.remove("templates/out.jinja")
+    assert [source.slug for source in discover("templates")] == ["own", "same"]

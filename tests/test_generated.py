@@ -73,15 +73,17 @@ def test_generated_modules_import_with_the_standard_library_alone():
 
 
 def _build(templates, tmp_path, name):
-    os.chdir(ROOT)  # spec files record the template path as given: keep it relative
-    templates = os.path.relpath(templates, ROOT)
-    out_specs, out_gen = tmp_path / f"{name}-specs", tmp_path / f"{name}-gen"
+    # Spec files record the template path relative to themselves: the copy of the
+    # templates sits beside the specs as in the repository.
+    copy = tmp_path / name / "templates"
+    shutil.copytree(templates, copy)
+    out_specs, out_gen = tmp_path / name / "specs", tmp_path / name / "gen"
     # The build re-applies the reviewed overrides of the spec files it rewrites: start
     # from the committed ones, as `make specs` does.
     out_specs.mkdir()
     for spec in Path(rt.SPECS).glob("*.yaml"):
         shutil.copyfile(spec, out_specs / spec.name)
-    build(discover(str(templates)), str(out_specs), str(out_gen), log=lambda m: None)
+    build(discover(str(copy)), str(out_specs), str(out_gen), log=lambda m: None)
     return out_specs, out_gen
 
 

@@ -22,7 +22,7 @@ INVENTED = os.path.join("tests", "invented")
 def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("invented")
     cwd = os.getcwd()
-    os.chdir(rt.ROOT)  # specs record template paths relative to the repository
+    os.chdir(rt.ROOT)  # INVENTED is a path from the repository
     try:
         report = build(discover(INVENTED), str(out / "specs"), str(out / "generated"), log=lambda m: None)
     finally:

@@ -151,20 +151,6 @@ def test_a_manifest_without_its_templates_says_how_to_fetch_them(tmp_path):
     )
 
 
-@pytest.mark.parametrize("text", ["", "   \n\t\n"])
-def test_an_empty_template_comes_with_a_warning(tmp_path, text):
-    path = write(tmp_path / "empty.jinja", text)
-    write(tmp_path / "fine.jinja", "{{ messages[0].content }}")
-    empty, fine = discover(str(tmp_path))
-    [warning] = empty.warnings
-    assert warning.startswith(f"{path}: the template is empty: it renders nothing")
-    assert fine.warnings == ()
-    model = tmp_path / "m"
-    write(model / "tokenizer_config.json", json.dumps({"chat_template": text}))
-    [source] = discover(None, [str(model)])
-    assert source.warnings == (f"{model}{warning[len(path):]}",)
-
-
 # --------------------------------------------------------------------------- model directories
 
 
