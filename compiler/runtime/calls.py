@@ -13,6 +13,7 @@ from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
     ARG_SEPARATOR,
+    ARG_STRING_ATTRIBUTE,
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
     ARG_VALUE_START,
@@ -75,6 +76,7 @@ from .values import (
     _unescaped,
     _verbatim_end,
     _field,
+    _json_loads,
     _json_object,
     _load,
     _own_typed,
@@ -160,7 +162,7 @@ def _arguments_text(text, value, start, stop):
         return text[start:stop]
     if isinstance(value, str):
         try:
-            json.loads(value)
+            _json_loads(value)
         except (ValueError, RecursionError):
             return None
         return value
@@ -265,7 +267,7 @@ def _read_literal_call(text, at, types):
         arguments = _json_object(arguments)
     elif isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            _json_loads(arguments)
         except (ValueError, RecursionError):
             arguments = None
     else:
@@ -392,11 +394,14 @@ def _read_arguments(text, at, types, stop):
         if key in values:
             return None  # a key given twice: the call is not well-formed
         at = found[1]
+        kind = types.get(key)
         if ARG_VALUE_START:
             # the key's closing text names the value's type; skip to the value
             found = _read_to(text, at, ARG_VALUE_START)
             if found is None:
                 return None
+            if _says_string(text[at : found[0]]):
+                kind = "string"
             at = found[1]
         if SUFFIXED_VALUES:
             if VALUE_SUFFIX_NAMES_KEY:
@@ -411,15 +416,14 @@ def _read_arguments(text, at, types, stop):
                 if found is None:
                     return None
                 raw = text[at + len(VERBATIM_OPEN) : found[0]]
-                kind = types.get(key)
                 values[key] = (
                     raw if kind in (None, "string") else _typed(raw, kind, LITERAL)
                 )
                 at = found[1]
                 continue
-            if ELEMENTS and types.get(key) != "string":
+            if ELEMENTS and kind != "string":
                 if text.startswith(_element_patterns()[2], at):
-                    read = _read_elements(text, at, suffix, types.get(key))
+                    read = _read_elements(text, at, suffix, kind)
                     if read is not None:
                         values[key], at = read
                         continue
@@ -430,7 +434,6 @@ def _read_arguments(text, at, types, stop):
             at = found[1]
             if VALUE_ESCAPES:
                 raw = _unescaped(raw, VALUE_ESCAPES)
-            kind = types.get(key)
             # (a string, the common case, is the text as written: no call for it)
             values[key] = raw if kind == "string" else _typed(raw, kind, LITERAL)
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
@@ -455,7 +458,7 @@ def _read_arguments(text, at, types, stop):
             if end < 0:
                 return None
             try:
-                values[key] = _own_typed(text[at:end], types.get(key))
+                values[key] = _own_typed(text[at:end], kind)
             except ValueError:
                 return None
             at = end
@@ -463,10 +466,16 @@ def _read_arguments(text, at, types, stop):
             end = _value_end(text, at)
             if end < 0:
                 return None
-            values[key] = _typed(text[at:end], types.get(key), LITERAL)
+            values[key] = _typed(text[at:end], kind, LITERAL)
             at = end
         if at < 0:
             return None
+
+
+def _says_string(attribute):
+    """Whether the text between a key and its value (an attribute naming the
+    value's type) says the value is a string: the model's word over the schema's."""
+    return bool(ARG_STRING_ATTRIBUTE) and attribute.strip() == ARG_STRING_ATTRIBUTE
 
 
 def _read_elements(text, at, suffix, kind):

@@ -80,6 +80,7 @@ TYPED_VALUES: bool = False  # key/value units, typed by the tools' JSON schemas
 ARG_KEY_PREFIX: str = ""
 ARG_KEY_END: str = ""
 ARG_VALUE_START: str = ""  # after a key's closing text that names the value's type
+ARG_STRING_ATTRIBUTE: str = ""  # ... the name it gives a string (the text as written)
 ARG_VALUE_SUFFIX: str = ""
 ARG_SEPARATOR: str = ""
 ARG_STRING_OPEN: str = ""

@@ -19,6 +19,7 @@ import json
 import re
 
 from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
+from .calls import _says_string
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -1436,12 +1437,15 @@ class StreamParser:
             if key in keys:
                 raise _Broken  # a key given twice: the call is not well-formed
             keys.add(key)
+            kind = types.get(key)
             if ARG_VALUE_START:
                 # the key's closing text names the value's type; skip to the value
-                if (yield from self._until(ARG_VALUE_START.strip())) is None:
+                attribute = yield from self._until(ARG_VALUE_START.strip())
+                if attribute is None:
                     raise _Broken
+                if _says_string(attribute):
+                    kind = "string"
                 yield from self._literal(ARG_VALUE_START)
-            kind = types.get(key)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
             if VERBATIM_OPEN or ELEMENTS:
