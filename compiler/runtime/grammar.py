@@ -25,6 +25,7 @@ from .schema_gbnf import (
     _rules,
     _written,
 )
+from .values import _check_tools
 
 # The rules that hold one whole call (and what follows it): a copy of each per tool
 # whose arguments a schema types.
@@ -40,6 +41,7 @@ def grammar(
     "required" (at least one call), or ``{"type": "function", "function": {"name":
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -58,6 +60,7 @@ def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=Tru
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from .format import HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
+from .values import _check_tools
 
 # The format's Lark rules by part (compiler/codegen/lark.py writes each module's
 # own). This default, for a format read as plain text: any output.
@@ -52,6 +53,7 @@ def lark_grammar(
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
+    _check_tools(tools)
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:

@@ -9,6 +9,8 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 from __future__ import annotations
 
 from .format import CONTENT_AS_UNIT
+from .grammar import _tool_choice
+from .values import _check_tools
 
 # The format's parts; neutral here (no reasoning, no calls).
 _STRUCTURAL_TAG: dict = {"reasoning": {"on": None, "off": None}, "calls": None}
@@ -24,22 +26,17 @@ def structural_tag(
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call."""
+    _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
-    if isinstance(tool_choice, dict):
-        wanted = (tool_choice.get("function") or {}).get("name")
+    choice, wanted = _tool_choice(tool_choice)
+    if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
         if not functions:
             raise ValueError(f"tool_choice names {wanted!r}, which is not in tools")
-        required = True
-    elif tool_choice in ("auto", "none", "required"):
-        required = tool_choice == "required"
-        if tool_choice == "none":
-            functions = []
-    else:
-        raise ValueError(
-            f"tool_choice {tool_choice!r}: 'auto', 'none', 'required' or a function"
-        )
+    required = choice == "required"
+    if choice == "none":
+        functions = []
     if required and (calls is None or not functions):
         raise ValueError("a call is required, but this format or these tools have none")
     if calls is None:

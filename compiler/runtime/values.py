@@ -745,6 +745,129 @@ def _pointed(root, ref):
     return node
 
 
+def _check_tools(tools):
+    """Say what is wrong with the tool definitions a grammar or a prompt is made
+    from: TypeError where ``tools`` is no list, ValueError naming the definition and
+    the keyword where one is not shaped as OpenAI's (a tool of another type than
+    "function" is no function, and passes). Reading an output never asks: there the
+    caller's mistake must not stop the model's text being read (``_SchemaTypes``)."""
+    if tools is None:
+        return
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError("tools is a list of tool definitions, not %s" % _shown(tools))
+    for index, tool in enumerate(tools):
+        where = "tools[%d]" % index
+        if not isinstance(tool, dict):
+            raise ValueError(
+                "%s is %s, not a tool definition (a dict)" % (where, _shown(tool))
+            )
+        if tool.get("type", "function") != "function":
+            continue
+        function = tool.get("function", tool)
+        if not isinstance(function, dict):
+            raise ValueError(
+                "%s['function'] is %s, not a dict" % (where, _shown(function))
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                "%s names no function: its name is %s" % (where, _shown(name))
+            )
+        if function.get("parameters") is not None:
+            _check_schema(function["parameters"], "%s (%r) parameters" % (where, name))
+
+
+# What the keywords that the grammars read must hold: schemas in a list, a mapping
+# of names to schemas, one schema.
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SCHEMA_ONE = ("additionalProperties", "additionalItems")
+
+
+def _check_schema(schema, where):
+    """ValueError naming the first keyword of a JSON schema (``where`` names it)
+    whose value is of a type the keyword cannot hold. One pass over the schema,
+    each object once (a schema that holds itself is not followed round)."""
+    todo = [(schema, where)]
+    seen: set = set()
+    while todo:
+        schema, where = todo.pop()
+        if isinstance(schema, bool):
+            continue
+        if not isinstance(schema, dict):
+            raise ValueError("%s is %s, not a JSON schema" % (where, _shown(schema)))
+        if id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        kinds = schema.get("type")
+        if kinds is not None and not _names(
+            kinds if isinstance(kinds, list) else [kinds]
+        ):
+            raise ValueError(
+                "%s: 'type' is %s, not a type's name or a list of them"
+                % (where, _shown(kinds))
+            )
+        if schema.get("required") is not None and not (
+            isinstance(schema["required"], list) and _names(schema["required"])
+        ):
+            raise ValueError(
+                "%s: 'required' is %s, not a list of names"
+                % (where, _shown(schema["required"]))
+            )
+        if not isinstance(schema.get("$ref", ""), str):
+            raise ValueError(
+                "%s: '$ref' is %s, not a reference" % (where, _shown(schema["$ref"]))
+            )
+        if schema.get("enum") is not None and not isinstance(schema["enum"], list):
+            raise ValueError(
+                "%s: 'enum' is %s, not a list" % (where, _shown(schema["enum"]))
+            )
+        for key in ("enum", "const"):
+            if key in schema:
+                try:
+                    json.dumps(schema[key], allow_nan=False)
+                except (TypeError, ValueError, RecursionError):
+                    raise ValueError(
+                        "%s: '%s' holds no JSON value" % (where, key)
+                    ) from None
+        for key in _SCHEMA_MAPS:
+            found = schema.get(key)
+            if found is not None and not (isinstance(found, dict) and _names(found)):
+                raise ValueError(
+                    "%s: '%s' is %s, not names to schemas" % (where, key, _shown(found))
+                )
+            todo += [
+                (item, "%s.%s.%s" % (where, key, name))
+                for name, item in (found or {}).items()
+            ]
+        items = schema.get("items")
+        for key in _SCHEMA_LISTS + (("items",) if isinstance(items, list) else ()):
+            found = schema.get(key)
+            if found is not None and not isinstance(found, list):
+                raise ValueError(
+                    "%s: '%s' is %s, not a list of schemas"
+                    % (where, key, _shown(found))
+                )
+            todo += [
+                (item, "%s.%s[%d]" % (where, key, at))
+                for at, item in enumerate(found or ())
+            ]
+        for key in _SCHEMA_ONE + (() if isinstance(items, list) else ("items",)):
+            if schema.get(key) is not None:
+                todo.append((schema[key], "%s.%s" % (where, key)))
+
+
+def _names(values):
+    """Whether every one of ``values`` is a str."""
+    return all(isinstance(value, str) for value in values)
+
+
+def _shown(value):
+    """``value`` as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 # The json module's C scanner: the value at an index and where it ends, or
 # StopIteration where none starts there (raw_decode, less its Python wrapper).
 _SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]
