@@ -88,6 +88,19 @@ from .values import (
 )
 
 
+def _unique_ids(calls):
+    """``calls`` (in the order written), a call whose id an earlier call has kept
+    given none: a client keys results by id, and a server gives a call without one
+    an id of its own. The stream decides as each call opens (``_open_call``)."""
+    taken = set()
+    for call in calls:
+        if call["id"] in taken:
+            call["id"] = None
+        elif call["id"] is not None:
+            taken.add(call["id"])
+    return calls
+
+
 def _call(name, arguments, call_id):
     return {
         "id": call_id,

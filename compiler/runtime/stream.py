@@ -356,6 +356,9 @@ class StreamParser:
         self._next_index = 0  # the index the next call gets
         self._opened = []  # the calls sent since the last confirmed one
         self._completing = {}  # index → what completes its arguments, held back
+        # The ids the calls sent and not abandoned have, and index → id: a call
+        # repeating one gets none (as ``_unique_ids`` has it).
+        self._ids, self._id_of = set(), {}
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.
@@ -750,6 +753,7 @@ class StreamParser:
             del self._deltas[self._hold_from :]
             self._hold_from = None
             self._next_index, self._opened, self._completing = 0, [], {}
+            self._ids, self._id_of = set(), {}
             self.abandoned = []
             self._replay("".join(self._raw) + self._pending)
             return False
@@ -1055,6 +1059,11 @@ class StreamParser:
         self._commit()
         self._next_index = index + 1
         self._opened.append(index)
+        if call_id in self._ids:
+            call_id = None  # an earlier call keeps it
+        elif call_id is not None:
+            self._ids.add(call_id)
+            self._id_of[index] = call_id
         self._deltas.append(
             {
                 "tool_calls": [
@@ -1108,6 +1117,7 @@ class StreamParser:
         """The calls sent since the ``start``-th unconfirmed one are not calls."""
         for index in self._opened[start:]:
             self._completing.pop(index, None)
+            self._ids.discard(self._id_of.pop(index, None))
             self.abandoned.append(index)
         del self._opened[start:]
 
