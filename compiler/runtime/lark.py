@@ -97,17 +97,19 @@ def _lark_choice(tool_choice):
 def _lark_functions(tools):
     """[(name, parameters, strict)] of the OpenAI tool definitions in ``tools``, or
     None where they name no function (calls to any name)."""
-    found: list = []
+    found: dict = {}  # name → (name, parameters, strict), the first of each name
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict):
             continue
         name = function.get("name")
-        if isinstance(name, str) and name and name not in [f[0] for f in found]:
-            found.append(
-                (name, function.get("parameters"), function.get("strict") is True)
+        if isinstance(name, str) and name and name not in found:
+            found[name] = (
+                name,
+                function.get("parameters"),
+                function.get("strict") is True,
             )
-    return found or None
+    return list(found.values()) or None
 
 
 def _lark_calls(functions):
