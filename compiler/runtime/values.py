@@ -644,10 +644,11 @@ def _element_text(text):
 
 class _SchemaTypes:
     """Function name → argument name → how its tagged value is typed (``_kind``),
-    from OpenAI tool definitions, read for a name when it is first asked for: a request may define
-    many tools, and an output calls few of them. A definition that is not shaped as
-    one (no mapping where one belongs) types nothing: the caller's mistake must not
-    stop the model's output being read. Where two share a name, the last counts."""
+    from OpenAI tool definitions, read for a name when it is first asked for: a
+    request may define many tools, and an output calls few of them. A definition
+    that is not shaped as one (no mapping where one belongs) types nothing: the
+    caller's mistake must not stop the model's output being read. Where two share a
+    name, the last counts."""
 
     __slots__ = ("_tools", "_read")
 
@@ -787,74 +788,74 @@ _SCHEMA_ONE = ("additionalProperties", "additionalItems")
 def _check_schema(schema, where):
     """ValueError naming the first keyword of a JSON schema (``where`` names it)
     whose value is of a type the keyword cannot hold. One pass over the schema,
-    each object once (a schema that holds itself is not followed round)."""
-    todo = [(schema, where)]
+    each object once (a schema that holds itself is not followed round); the path
+    to a keyword is spelt out only for the message."""
+    todo: list = [(schema, (None, where))]  # (a schema, its path: (parent's, step))
     seen: set = set()
     while todo:
-        schema, where = todo.pop()
+        schema, path = todo.pop()
         if isinstance(schema, bool):
             continue
         if not isinstance(schema, dict):
-            raise ValueError("%s is %s, not a JSON schema" % (where, _shown(schema)))
+            raise ValueError(
+                "%s is %s, not a JSON schema" % (_path(path), _shown(schema))
+            )
         if id(schema) in seen:
             continue
         seen.add(id(schema))
-        kinds = schema.get("type")
-        if kinds is not None and not _names(
-            kinds if isinstance(kinds, list) else [kinds]
-        ):
-            raise ValueError(
-                "%s: 'type' is %s, not a type's name or a list of them"
-                % (where, _shown(kinds))
-            )
-        if schema.get("required") is not None and not (
-            isinstance(schema["required"], list) and _names(schema["required"])
-        ):
-            raise ValueError(
-                "%s: 'required' is %s, not a list of names"
-                % (where, _shown(schema["required"]))
-            )
-        if not isinstance(schema.get("$ref", ""), str):
-            raise ValueError(
-                "%s: '$ref' is %s, not a reference" % (where, _shown(schema["$ref"]))
-            )
-        if schema.get("enum") is not None and not isinstance(schema["enum"], list):
-            raise ValueError(
-                "%s: 'enum' is %s, not a list" % (where, _shown(schema["enum"]))
-            )
-        for key in ("enum", "const"):
-            if key in schema:
-                try:
-                    json.dumps(schema[key], allow_nan=False)
-                except (TypeError, ValueError, RecursionError):
-                    raise ValueError(
-                        "%s: '%s' holds no JSON value" % (where, key)
-                    ) from None
+        wrong = _wrong_keyword(schema)
+        if wrong:
+            raise ValueError("%s: %s" % (_path(path), wrong))
         for key in _SCHEMA_MAPS:
-            found = schema.get(key)
-            if found is not None and not (isinstance(found, dict) and _names(found)):
-                raise ValueError(
-                    "%s: '%s' is %s, not names to schemas" % (where, key, _shown(found))
-                )
             todo += [
-                (item, "%s.%s.%s" % (where, key, name))
-                for name, item in (found or {}).items()
+                (item, (path, ".%s.%s" % (key, name)))
+                for name, item in (schema.get(key) or {}).items()
             ]
         items = schema.get("items")
         for key in _SCHEMA_LISTS + (("items",) if isinstance(items, list) else ()):
-            found = schema.get(key)
-            if found is not None and not isinstance(found, list):
-                raise ValueError(
-                    "%s: '%s' is %s, not a list of schemas"
-                    % (where, key, _shown(found))
-                )
             todo += [
-                (item, "%s.%s[%d]" % (where, key, at))
-                for at, item in enumerate(found or ())
+                (item, (path, ".%s[%d]" % (key, at)))
+                for at, item in enumerate(schema.get(key) or ())
             ]
         for key in _SCHEMA_ONE + (() if isinstance(items, list) else ("items",)):
             if schema.get(key) is not None:
-                todo.append((schema[key], "%s.%s" % (where, key)))
+                todo.append((schema[key], (path, "." + key)))
+
+
+def _wrong_keyword(schema):
+    """What is wrong with the keywords of one schema object (not those inside it),
+    or ""."""
+    kinds = schema.get("type")
+    if kinds is not None and not _names(kinds if isinstance(kinds, list) else [kinds]):
+        return "'type' is %s, not a type's name or a list of them" % _shown(kinds)
+    required = schema.get("required")
+    if required is not None and not (isinstance(required, list) and _names(required)):
+        return "'required' is %s, not a list of names" % _shown(required)
+    if not isinstance(schema.get("$ref", ""), str):
+        return "'$ref' is %s, not a reference" % _shown(schema["$ref"])
+    for key in ("enum",) + _SCHEMA_LISTS:
+        found = schema.get(key)
+        if found is not None and not isinstance(found, list):
+            return "'%s' is %s, not a list" % (key, _shown(found))
+    for key in ("enum", "const"):
+        try:
+            json.dumps(schema.get(key), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return "'%s' holds no JSON value" % key
+    for key in _SCHEMA_MAPS:
+        found = schema.get(key)
+        if found is not None and not (isinstance(found, dict) and _names(found)):
+            return "'%s' is %s, not names to schemas" % (key, _shown(found))
+    return ""
+
+
+def _path(path):
+    """The text of a path ``_check_schema`` keeps as (parent's path, step)."""
+    steps = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    return "".join(reversed(steps))
 
 
 def _names(values):
