@@ -201,9 +201,12 @@ def test_the_template_s_string_comes_back_a_string_without_tools(slug):
 def test_the_model_s_word_for_a_string_is_obeyed(slug):
     word = rt.load_spec(slug)["tools"]["arguments"]["string_attribute"]
     said = tagged_call(slug, [("zip", "10001")], attribute=word)
-    # the model's word over the schema's
+    # where the schema says nothing, the model's word
     assert arguments_of(slug, said) == {"zip": "10001"}
-    assert arguments_of(slug, said, _tool({"zip": {"type": "integer"}})) == {"zip": "10001"}
+    assert arguments_of(slug, said, _tool({"zip": {}})) == {"zip": "10001"}
+    # where it admits no string, the schema's (vLLM's tests of DeepSeek V3.2 have
+    # the model mark an integer and an object as strings)
+    assert arguments_of(slug, said, _tool({"zip": {"type": "integer"}})) == {"zip": 10001}
     # another word: the schema decides, as for every tagged value
     other = tagged_call(slug, [("zip", "10001")], attribute="number")
     assert arguments_of(slug, other) == {"zip": 10001}

@@ -413,8 +413,7 @@ def _read_arguments(text, at, types, stop):
             found = _read_to(text, at, ARG_VALUE_START)
             if found is None:
                 return None
-            if _says_string(text[at : found[0]]):
-                kind = "string"
+            kind = _attributed(text[at : found[0]], kind)
             at = found[1]
         if SUFFIXED_VALUES:
             if VALUE_SUFFIX_NAMES_KEY:
@@ -485,10 +484,14 @@ def _read_arguments(text, at, types, stop):
             return None
 
 
-def _says_string(attribute):
-    """Whether the text between a key and its value (an attribute naming the
-    value's type) says the value is a string: the model's word over the schema's."""
-    return bool(ARG_STRING_ATTRIBUTE) and attribute.strip() == ARG_STRING_ATTRIBUTE
+def _attributed(attribute, kind):
+    """How a value is typed (``kind``: by the schema) once the text between its key
+    and itself (an attribute naming its type) is read: a string where the model says
+    so and the schema admits one or says nothing; where the schema admits no
+    string, the schema's way (models mark numbers and objects as strings too)."""
+    if not ARG_STRING_ATTRIBUTE or attribute.strip() != ARG_STRING_ATTRIBUTE:
+        return kind
+    return "string" if kind is None or "string" in kind else kind
 
 
 def _read_elements(text, at, suffix, kind):

@@ -19,7 +19,7 @@ import json
 import re
 
 from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
-from .calls import _says_string
+from .calls import _attributed
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -1453,8 +1453,7 @@ class StreamParser:
                 attribute = yield from self._until(ARG_VALUE_START.strip())
                 if attribute is None:
                     raise _Broken
-                if _says_string(attribute):
-                    kind = "string"
+                kind = _attributed(attribute, kind)
                 yield from self._literal(ARG_VALUE_START)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
