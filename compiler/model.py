@@ -234,6 +234,9 @@ class Arguments:
     key_prefix: str = ""
     key_end: str = ""
     value_start: str = ""
+    # What the text before value_start (an attribute naming the value's type) holds
+    # for a string value: a value so marked is the text as written.
+    string_attribute: str = ""
     value_suffix: str = ""
     separator: str = ""
     string_open: str = ""
@@ -855,6 +858,7 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             key_prefix=found.get("key_prefix") or "",
             key_end=found.get("key_end") or "",
             value_start=found.get("value_start") or "",
+            string_attribute=found.get("string_attribute") or "",
             value_suffix=found.get("value_suffix") or "",
             separator=found.get("separator") or "",
             string_open=found.get("string_open") or "",
@@ -886,6 +890,10 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             if arguments.string_open and not arguments.string_close:
                 raise where.fail(
                     "tools.arguments.string_close", "a string opener needs a closer"
+                )
+            if arguments.string_attribute and not arguments.value_start.strip():
+                raise where.fail(
+                    "tools.arguments.string_attribute", "read before value_start, which has no text"
                 )
         if arguments.syntax is not None and not (
             arguments.units and not arguments.suffixed and arguments.string_open

@@ -194,8 +194,10 @@ JSON_ARGUMENTS: bool = _given("JSON_ARGUMENTS", False)
 TYPED_VALUES: bool = _given("TYPED_VALUES", False)
 ARG_KEY_PREFIX: str = _given("ARG_KEY_PREFIX", "")
 ARG_KEY_END: str = _given("ARG_KEY_END", "")
-# After a key's closing text that names the value's type.
+# After a key's closing text that names the value's type; the name that text gives a
+# string (the value is then the text as written).
 ARG_VALUE_START: str = _given("ARG_VALUE_START", "")
+ARG_STRING_ATTRIBUTE: str = _given("ARG_STRING_ATTRIBUTE", "")
 ARG_VALUE_SUFFIX: str = _given("ARG_VALUE_SUFFIX", "")
 ARG_SEPARATOR: str = _given("ARG_SEPARATOR", "")
 ARG_STRING_OPEN: str = _given("ARG_STRING_OPEN", "")
@@ -833,17 +835,45 @@ def _value_end(text, at):
     return _ValueEnd().scan(text, at)
 
 
+_INFINITY = float("inf")
+
+
+def _finite_float(text):
+    """A JSON number with a fraction or an exponent, where a double holds it."""
+    value = float(text)
+    if value in (_INFINITY, -_INFINITY):
+        raise ValueError("a number beyond a double's range")
+    return value
+
+
+def _no_constant(name):
+    raise ValueError(name)  # NaN and Infinity are no JSON values
+
+
+# The json module's reader, less what other JSON readers reject (JavaScript's, serde,
+# Go's): NaN, Infinity and a number too large for a double (1e999) are no values.
+_DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def _json_loads(text):
+    """``json.loads(text)`` for a str, a number that would not be finite a
+    ValueError."""
+    return _DECODER.decode(text)
+
+
 def _load(text, literal):
     """The value a JSON (or, where the format writes them, Python) literal denotes;
-    ValueError when it denotes none (too deep a nesting included)."""
+    ValueError when it denotes none (too deep a nesting, a number that would not be
+    finite included)."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
         value = ast.literal_eval(text.strip())
-        json.dumps(value)  # a set, bytes or a complex number is no JSON value
+        # a set, bytes or a complex number is no JSON value, nor is an infinity
+        json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
@@ -993,25 +1023,33 @@ def _own_typed(text, kind):
     """One whole value written in the template's own syntax, as ``_typed`` types a
     tagged value: a word or number by the tools' schema (a word that is no value is
     the text as written), an object or array as the value it spells (as written
-    where the schema says string). ValueError where it spells none."""
+    where the schema says string), a string between the string marks as a string.
+    ValueError where it spells none."""
     if _OWN_TOKEN.match(text):
         if kind != "string" and text in OWN_WORDS:
-            return OWN_WORDS[text]
+            value = OWN_WORDS[text]
+            return value if _stands(value, kind) else text
         return _typed(text, kind, LITERAL)
     if kind == "string" and not text.startswith(ARG_STRING_OPEN):
         return text
+    unread: list = []
     try:
-        value, end = _own_item(text, 0)
+        value, end = _own_item(text, 0, unread)
     except RecursionError:
         raise ValueError("too deep") from None
     if end != len(text):
         raise ValueError("not one value")
-    return value
+    if unread:
+        return text  # it holds a number that would not be finite
+    if isinstance(value, str) or _stands(value, kind):
+        return value
+    return text
 
 
-def _own_item(text, at):
+def _own_item(text, at, unread):
     """(value, end) of the value written at ``at`` in the template's own syntax, in a
-    text that holds it whole; ValueError where none is written there."""
+    text that holds it whole; ValueError where none is written there. A number that
+    would not be finite is its text, added to ``unread``."""
     if ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
         start = at + len(ARG_STRING_OPEN)
         string_end = _own_patterns()[1]
@@ -1051,9 +1089,9 @@ def _own_item(text, at):
                     key = key.strip()  # a bare key
                 if key in members:
                     raise ValueError("a key given twice")  # one value would be lost
-                members[key], at = _own_item(text, _skip_space(text, found[1]))
+                members[key], at = _own_item(text, _skip_space(text, found[1]), unread)
             else:
-                item, at = _own_item(text, at)
+                item, at = _own_item(text, at, unread)
                 items.append(item)
             after = _match(text, at, separator)
             if after >= 0:
@@ -1069,18 +1107,55 @@ def _own_item(text, at):
         return OWN_WORDS[word], found.end()  # type: ignore[union-attr]
     if not _OWN_NUMBER.match(word):
         raise ValueError("no value")
-    return json.loads(word), found.end()  # type: ignore[union-attr]
+    try:
+        return _json_loads(word), found.end()  # type: ignore[union-attr]
+    except ValueError:
+        unread.append(word)  # a number that would not be finite
+        return word, found.end()  # type: ignore[union-attr]
 
 
 def _typed(text, kind, literal):
-    """A tagged value: a string where the tool's schema says so, else the JSON (or
-    Python) value it spells, else the string as written."""
+    """A tagged value: the string as written where the tool's schema admits strings
+    only (``kind`` "string"), else the JSON (or Python) value it spells where
+    ``_stands`` lets it, else the string as written."""
     if kind == "string":
         return text
     try:
-        return _load(text, literal)
+        value = _load(text, literal)
     except ValueError:
         return text
+    return value if _stands(value, kind) else text
+
+
+# The types of value that do not stand in for a string the schema also admits: the
+# text a string holds as written, and a number (where "10001" may be a zip code,
+# reading it as a number could only lose what the model wrote: 1.50, 1e3, 007).
+_STRING_FIRST = frozenset(("string", "number", "integer"))
+
+
+def _stands(value, kind):
+    """Whether ``value``, which a tagged value's text spells, is the value rather
+    than that text: where the schema (``kind``: the set of JSON types it admits,
+    None: any) admits strings, only where it admits the value's type too and that
+    is no number."""
+    if kind is None or "string" not in kind:
+        return True
+    return _json_type(value) in kind and _json_type(value) not in _STRING_FIRST
+
+
+def _json_type(value):
+    """The JSON-schema type of a decoded value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, (list, tuple)) else "string"
 
 
 # -- text the template writes in XML's ways: escapes, verbatim marks, elements ------
@@ -1256,9 +1331,10 @@ def _elements_value(text, kind):
 
 
 def _elements_members(members, kind):
-    """The array (every member an item, and the schema does not say object) or
-    object that ``members`` (name, value) make."""
-    if kind != "object" and all(name == ELEMENT_ITEM for name, _ in members):
+    """The array (every member an item, and the schema does not say object: admit
+    objects and no arrays) or object that ``members`` (name, value) make."""
+    says_object = kind and "object" in kind and "array" not in kind
+    if not says_object and all(name == ELEMENT_ITEM for name, _ in members):
         return [value for _, value in members]
     value = dict(members)
     if len(value) != len(members):
@@ -1272,27 +1348,21 @@ def _element_text(text):
     if text != text.strip():
         return text
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _json_loads(text)
     except (ValueError, RecursionError):
         return text
-    if isinstance(value, (str, list, dict)) or value in (_INFINITY, -_INFINITY):
+    if isinstance(value, (str, list, dict)):
         return text
     return value
 
 
-_INFINITY = float("inf")
-
-
-def _no_constant(name):
-    raise ValueError(name)  # NaN and Infinity are no JSON values
-
-
 class _SchemaTypes:
-    """Function name → argument name → JSON-schema type, from OpenAI tool
-    definitions, read for a name when it is first asked for: a request may define
-    many tools, and an output calls few of them. A definition that is not shaped as
-    one (no mapping where one belongs) types nothing: the caller's mistake must not
-    stop the model's output being read. Where two share a name, the last counts."""
+    """Function name → argument name → how its tagged value is typed (``_kind``),
+    from OpenAI tool definitions, read for a name when it is first asked for: a
+    request may define many tools, and an output calls few of them. A definition
+    that is not shaped as one (no mapping where one belongs) types nothing: the
+    caller's mistake must not stop the model's output being read. Where two share a
+    name, the last counts."""
 
     __slots__ = ("_tools", "_read")
 
@@ -1311,8 +1381,8 @@ _NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
 
 
 def _argument_types(tools, name):
-    """Argument name → JSON-schema type of the last tool named ``name``, else
-    ``_NO_TOOL``."""
+    """Argument name → how the last tool named ``name`` types its value
+    (``_kind``), else ``_NO_TOOL``."""
     for tool in reversed(tools):
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict) or function.get("name") != name:
@@ -1324,15 +1394,198 @@ def _argument_types(tools, name):
         if not isinstance(properties, dict):
             return {}
         return {
-            key: (field.get("type") if isinstance(field, dict) else None)
+            key: _kind(_schema_kinds(field, parameters))
             for key, field in properties.items()
         }
     return _NO_TOOL
 
 
+def _kind(kinds):
+    """How a tagged value is typed, from the JSON types its schema admits: "string"
+    where strings only (the common case, compared as it is), else those types as a
+    frozenset, or None where any."""
+    if kinds is None:
+        return None
+    return "string" if kinds == {"string"} else frozenset(kinds)
+
+
+# How deep ``$ref``s and ``anyOf``s are followed: a deeper schema admits any value.
+_SCHEMA_DEPTH = 20
+
+
+def _schema_kinds(schema, root, depth=0):
+    """The JSON types (a set) of the values ``schema`` admits, None where it does not
+    say; ``$ref``s (local JSON pointers) are looked up in ``root``. What a schema
+    says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
+    ``anyOf`` and ``oneOf`` (the types of each), ``allOf`` of one schema, and
+    ``properties`` or ``items`` without a type."""
+    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH:
+        return set() if schema is False else None
+    if "$ref" in schema:
+        return _schema_kinds(_pointed(root, schema["$ref"]), root, depth + 1)
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    if isinstance(schema.get("enum"), list):
+        return {_json_type(value) for value in schema["enum"]}
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            found = [_schema_kinds(option, root, depth + 1) for option in schema[key]]
+            return None if None in found else set().union(*found)
+    every = schema.get("allOf")
+    if isinstance(every, list) and len(every) == 1:
+        return _schema_kinds(every[0], root, depth + 1)
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+        return set(kinds) | ({"null"} if schema.get("nullable") is True else set())
+    if "properties" in schema or "additionalProperties" in schema:
+        return {"object"}
+    return {"array"} if "items" in schema or "prefixItems" in schema else None
+
+
+def _pointed(root, ref):
+    """What a local JSON pointer (``#/$defs/name``) points to in ``root``; None for
+    any other reference."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _check_tools(tools):
+    """Say what is wrong with the tool definitions a grammar or a prompt is made
+    from: TypeError where ``tools`` is no list, ValueError naming the definition and
+    the keyword where one is not shaped as OpenAI's (a tool of another type than
+    "function" is no function, and passes). Reading an output never asks: there the
+    caller's mistake must not stop the model's text being read (``_SchemaTypes``)."""
+    if tools is None:
+        return
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError("tools is a list of tool definitions, not %s" % _shown(tools))
+    for index, tool in enumerate(tools):
+        where = "tools[%d]" % index
+        if not isinstance(tool, dict):
+            raise ValueError(
+                "%s is %s, not a tool definition (a dict)" % (where, _shown(tool))
+            )
+        if tool.get("type", "function") != "function":
+            continue
+        function = tool.get("function", tool)
+        if not isinstance(function, dict):
+            raise ValueError(
+                "%s['function'] is %s, not a dict" % (where, _shown(function))
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                "%s names no function: its name is %s" % (where, _shown(name))
+            )
+        if function.get("parameters") is not None:
+            _check_schema(function["parameters"], "%s (%r) parameters" % (where, name))
+
+
+# What the keywords that the grammars read must hold: schemas in a list, a mapping
+# of names to schemas, one schema.
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SCHEMA_ONE = ("additionalProperties", "additionalItems")
+
+
+def _check_schema(schema, where):
+    """ValueError naming the first keyword of a JSON schema (``where`` names it)
+    whose value is of a type the keyword cannot hold. One pass over the schema,
+    each object once (a schema that holds itself is not followed round); the path
+    to a keyword is spelt out only for the message."""
+    todo: list = [(schema, (None, where))]  # (a schema, its path: (parent's, step))
+    seen: set = set()
+    while todo:
+        schema, path = todo.pop()
+        if isinstance(schema, bool):
+            continue
+        if not isinstance(schema, dict):
+            raise ValueError(
+                "%s is %s, not a JSON schema" % (_path(path), _shown(schema))
+            )
+        if id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        wrong = _wrong_keyword(schema)
+        if wrong:
+            raise ValueError("%s: %s" % (_path(path), wrong))
+        for key in _SCHEMA_MAPS:
+            todo += [
+                (item, (path, ".%s.%s" % (key, name)))
+                for name, item in (schema.get(key) or {}).items()
+            ]
+        items = schema.get("items")
+        for key in _SCHEMA_LISTS + (("items",) if isinstance(items, list) else ()):
+            todo += [
+                (item, (path, ".%s[%d]" % (key, at)))
+                for at, item in enumerate(schema.get(key) or ())
+            ]
+        for key in _SCHEMA_ONE + (() if isinstance(items, list) else ("items",)):
+            if schema.get(key) is not None:
+                todo.append((schema[key], (path, "." + key)))
+
+
+def _wrong_keyword(schema):
+    """What is wrong with the keywords of one schema object (not those inside it),
+    or ""."""
+    kinds = schema.get("type")
+    if kinds is not None and not _names(kinds if isinstance(kinds, list) else [kinds]):
+        return "'type' is %s, not a type's name or a list of them" % _shown(kinds)
+    required = schema.get("required")
+    if required is not None and not (isinstance(required, list) and _names(required)):
+        return "'required' is %s, not a list of names" % _shown(required)
+    if not isinstance(schema.get("$ref", ""), str):
+        return "'$ref' is %s, not a reference" % _shown(schema["$ref"])
+    for key in ("enum",) + _SCHEMA_LISTS:
+        found = schema.get(key)
+        if found is not None and not isinstance(found, list):
+            return "'%s' is %s, not a list" % (key, _shown(found))
+    for key in ("enum", "const"):
+        try:
+            json.dumps(schema.get(key), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return "'%s' holds no JSON value" % key
+    for key in _SCHEMA_MAPS:
+        found = schema.get(key)
+        if found is not None and not (isinstance(found, dict) and _names(found)):
+            return "'%s' is %s, not names to schemas" % (key, _shown(found))
+    return ""
+
+
+def _path(path):
+    """The text of a path ``_check_schema`` keeps as (parent's path, step)."""
+    steps = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    return "".join(reversed(steps))
+
+
+def _names(values):
+    """Whether every one of ``values`` is a str."""
+    return all(isinstance(value, str) for value in values)
+
+
+def _shown(value):
+    """``value`` as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 # The json module's C scanner: the value at an index and where it ends, or
 # StopIteration where none starts there (raw_decode, less its Python wrapper).
-_SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
 # What the json module takes for whitespace between tokens (it always matches, if
 # only the empty string).
@@ -1448,6 +1701,19 @@ def _field(value, path):
 # a text costs time linear in its length.
 
 
+def _unique_ids(calls):
+    """``calls`` (in the order written), a call whose id an earlier call has kept
+    given none: a client keys results by id, and a server gives a call without one
+    an id of its own. The stream decides as each call opens (``_open_call``)."""
+    taken = set()
+    for call in calls:
+        if call["id"] in taken:
+            call["id"] = None
+        elif call["id"] is not None:
+            taken.add(call["id"])
+    return calls
+
+
 def _call(name, arguments, call_id):
     return {
         "id": call_id,
@@ -1522,7 +1788,7 @@ def _arguments_text(text, value, start, stop):
         return text[start:stop]
     if isinstance(value, str):
         try:
-            json.loads(value)
+            _json_loads(value)
         except (ValueError, RecursionError):
             return None
         return value
@@ -1627,7 +1893,7 @@ def _read_literal_call(text, at, types):
         arguments = _json_object(arguments)
     elif isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            _json_loads(arguments)
         except (ValueError, RecursionError):
             arguments = None
     else:
@@ -1754,11 +2020,13 @@ def _read_arguments(text, at, types, stop):
         if key in values:
             return None  # a key given twice: the call is not well-formed
         at = found[1]
+        kind = types.get(key)
         if ARG_VALUE_START:
             # the key's closing text names the value's type; skip to the value
             found = _read_to(text, at, ARG_VALUE_START)
             if found is None:
                 return None
+            kind = _attributed(text[at : found[0]], kind)
             at = found[1]
         if SUFFIXED_VALUES:
             if VALUE_SUFFIX_NAMES_KEY:
@@ -1773,15 +2041,14 @@ def _read_arguments(text, at, types, stop):
                 if found is None:
                     return None
                 raw = text[at + len(VERBATIM_OPEN) : found[0]]
-                kind = types.get(key)
                 values[key] = (
                     raw if kind in (None, "string") else _typed(raw, kind, LITERAL)
                 )
                 at = found[1]
                 continue
-            if ELEMENTS and types.get(key) != "string":
+            if ELEMENTS and kind != "string":
                 if text.startswith(_element_patterns()[2], at):
-                    read = _read_elements(text, at, suffix, types.get(key))
+                    read = _read_elements(text, at, suffix, kind)
                     if read is not None:
                         values[key], at = read
                         continue
@@ -1792,7 +2059,6 @@ def _read_arguments(text, at, types, stop):
             at = found[1]
             if VALUE_ESCAPES:
                 raw = _unescaped(raw, VALUE_ESCAPES)
-            kind = types.get(key)
             # (a string, the common case, is the text as written: no call for it)
             values[key] = raw if kind == "string" else _typed(raw, kind, LITERAL)
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
@@ -1817,7 +2083,7 @@ def _read_arguments(text, at, types, stop):
             if end < 0:
                 return None
             try:
-                values[key] = _own_typed(text[at:end], types.get(key))
+                values[key] = _own_typed(text[at:end], kind)
             except ValueError:
                 return None
             at = end
@@ -1825,10 +2091,20 @@ def _read_arguments(text, at, types, stop):
             end = _value_end(text, at)
             if end < 0:
                 return None
-            values[key] = _typed(text[at:end], types.get(key), LITERAL)
+            values[key] = _typed(text[at:end], kind, LITERAL)
             at = end
         if at < 0:
             return None
+
+
+def _attributed(attribute, kind):
+    """How a value is typed (``kind``: by the schema) once the text between its key
+    and itself (an attribute naming its type) is read: a string where the model says
+    so and the schema admits one or says nothing; where the schema admits no
+    string, the schema's way (models mark numbers and objects as strings too)."""
+    if not ARG_STRING_ATTRIBUTE or attribute.strip() != ARG_STRING_ATTRIBUTE:
+        return kind
+    return "string" if kind is None or "string" in kind else kind
 
 
 def _read_elements(text, at, suffix, kind):
@@ -2162,7 +2438,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
-            tool_calls += more
+            tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call
         # marker in it is a broken call, not content.
         for _, piece in pieces:
@@ -2452,6 +2728,9 @@ class StreamParser:
         self._next_index = 0  # the index the next call gets
         self._opened = []  # the calls sent since the last confirmed one
         self._completing = {}  # index → what completes its arguments, held back
+        # The ids the calls sent and not abandoned have, and index → id: a call
+        # repeating one gets none (as ``_unique_ids`` has it).
+        self._ids, self._id_of = set(), {}
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.
@@ -2848,6 +3127,7 @@ class StreamParser:
             del self._deltas[self._hold_from :]
             self._hold_from = None
             self._next_index, self._opened, self._completing = 0, [], {}
+            self._ids, self._id_of = set(), {}
             self.abandoned = []
             self._replay("".join(self._raw) + self._pending)
             return False
@@ -3153,6 +3433,11 @@ class StreamParser:
         self._commit()
         self._next_index = index + 1
         self._opened.append(index)
+        if call_id in self._ids:
+            call_id = None  # an earlier call keeps it
+        elif call_id is not None:
+            self._ids.add(call_id)
+            self._id_of[index] = call_id
         self._deltas.append(
             {
                 "tool_calls": [
@@ -3206,6 +3491,7 @@ class StreamParser:
         """The calls sent since the ``start``-th unconfirmed one are not calls."""
         for index in self._opened[start:]:
             self._completing.pop(index, None)
+            self._ids.discard(self._id_of.pop(index, None))
             self.abandoned.append(index)
         del self._opened[start:]
 
@@ -3540,12 +3826,14 @@ class StreamParser:
             if key in keys:
                 raise _Broken  # a key given twice: the call is not well-formed
             keys.add(key)
+            kind = types.get(key)
             if ARG_VALUE_START:
                 # the key's closing text names the value's type; skip to the value
-                if (yield from self._until(ARG_VALUE_START.strip())) is None:
+                attribute = yield from self._until(ARG_VALUE_START.strip())
+                if attribute is None:
                     raise _Broken
+                kind = _attributed(attribute, kind)
                 yield from self._literal(ARG_VALUE_START)
-            kind = types.get(key)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
             if VERBATIM_OPEN or ELEMENTS:
@@ -3954,17 +4242,6 @@ def _written(rules):
     return "".join(f"{name} ::= {rules[name]}\n" for name in rules if name in reached)
 
 
-def _kind(value):
-    """The JSON type of a value."""
-    if isinstance(value, bool) or value is None:
-        return "null" if value is None else "boolean"
-    if isinstance(value, (int, float)):
-        return "integer" if isinstance(value, int) else "number"
-    if isinstance(value, (list, dict)):
-        return "array" if isinstance(value, list) else "object"
-    return "string"
-
-
 def _seq(parts):
     """GBNF texts in a row (empty ones left out)."""
     return " ".join(part for part in parts if part)
@@ -4343,23 +4620,7 @@ class _Arguments:
 
     def _kinds(self, schema, depth):
         """The JSON types a value ``schema`` admits may have (None: any)."""
-        if not isinstance(schema, dict) or depth > 20:
-            return set() if schema is False else None
-        if "$ref" in schema:
-            return self._kinds(self._pointed(schema["$ref"]), depth + 1)
-        if "const" in schema or isinstance(schema.get("enum"), list):
-            values = [schema["const"]] if "const" in schema else schema["enum"]
-            return {_kind(value) for value in values}
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                found = [self._kinds(option, depth + 1) for option in schema[key]]
-                return None if None in found else set().union(*found)
-        kinds = schema.get("type")
-        if isinstance(kinds, (str, list)):
-            return {kinds} if isinstance(kinds, str) else set(kinds)
-        if "properties" in schema or "additionalProperties" in schema:
-            return {"object"}
-        return {"array"} if "items" in schema or "prefixItems" in schema else None
+        return _schema_kinds(schema, self.root, depth)
 
     def _ref(self, ref):
         """The rule of a schema ``$ref`` points to (one per target, so recursion
@@ -4387,18 +4648,7 @@ class _Arguments:
     def _pointed(self, ref):
         """What a local JSON pointer (``#/$defs/name``) in the tool's schema points
         to; None for any other reference."""
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            return None
-        node = self.root
-        for part in ref[1:].split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
+        return _pointed(self.root, ref)
 
 
 # ------------------------------------------------------------------------------
@@ -4423,6 +4673,7 @@ def grammar(
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
     _require("gbnf")
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -4442,6 +4693,7 @@ def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=Tru
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
@@ -4523,18 +4775,14 @@ def _for_tools(text, changes, tools, named):
     # The rules of one call that name the function or hold its arguments: a copy
     # per group, the call rules made of one copy or another.
     marks = {TOOL_NAME_RULE, "tool-arguments"}
+    users = _users(rules)
     copied: set = set()
-    while True:
-        found = {
-            name
-            for name, body in rules.items()
-            if name not in marks | copied
-            and name not in _CALL_RULES
-            and _refs(body) & (marks | copied)
-        }
-        if not found:
-            break
-        copied |= found
+    todo = list(marks)
+    while todo:
+        for user in users.get(todo.pop(), ()):
+            if user not in marks and user not in copied and user not in _CALL_RULES:
+                copied.add(user)
+                todo.append(user)
     swaps = []
     for index, (name, arguments) in enumerate(groups):
         swap = {rule: f"{rule}-fn{index}" for rule in copied}
@@ -4563,16 +4811,29 @@ def _typed_arguments(typed, split):
 
 def _terminal(rules):
     """The rules llguidance takes for lexemes: those made of strings, classes and such
-    rules only (no recursion)."""
-    refs = {name: _refs(body) for name, body in rules.items()}
+    rules only (no recursion). Each rule waits for the rules it refers to, and is
+    one once they all are: a chain of rules costs its length, not its square."""
+    waiting = {name: len(_refs(body)) for name, body in rules.items()}
+    users = _users(rules)
+    todo = [name for name, count in waiting.items() if not count]
     terminal: set = set()
-    while True:
-        found = {
-            name for name in refs if name not in terminal and refs[name] <= terminal
-        }
-        if not found:
-            return terminal
-        terminal |= found
+    while todo:
+        name = todo.pop()
+        terminal.add(name)
+        for user in users.get(name, ()):
+            waiting[user] -= 1
+            if not waiting[user]:
+                todo.append(user)
+    return terminal
+
+
+def _users(rules):
+    """Rule name → the names of the rules that refer to it."""
+    users: dict = {}
+    for name, body in rules.items():
+        for ref in _refs(body):
+            users.setdefault(ref, []).append(name)
+    return users
 
 
 def _written_name(name):
@@ -4600,22 +4861,17 @@ def structural_tag(
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call."""
     _require("structural_tag")
+    _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
-    if isinstance(tool_choice, dict):
-        wanted = (tool_choice.get("function") or {}).get("name")
+    choice, wanted = _tool_choice(tool_choice)
+    if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
         if not functions:
             raise ValueError(f"tool_choice names {wanted!r}, which is not in tools")
-        required = True
-    elif tool_choice in ("auto", "none", "required"):
-        required = tool_choice == "required"
-        if tool_choice == "none":
-            functions = []
-    else:
-        raise ValueError(
-            f"tool_choice {tool_choice!r}: 'auto', 'none', 'required' or a function"
-        )
+    required = choice == "required"
+    if choice == "none":
+        functions = []
     if required and (calls is None or not functions):
         raise ValueError("a call is required, but this format or these tools have none")
     if calls is None:
@@ -5003,6 +5259,7 @@ def lark_grammar(
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
     _require("lark")
+    _check_tools(tools)
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:
@@ -5046,17 +5303,19 @@ def _lark_choice(tool_choice):
 def _lark_functions(tools):
     """[(name, parameters, strict)] of the OpenAI tool definitions in ``tools``, or
     None where they name no function (calls to any name)."""
-    found: list = []
+    found: dict = {}  # name → (name, parameters, strict), the first of each name
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict):
             continue
         name = function.get("name")
-        if isinstance(name, str) and name and name not in [f[0] for f in found]:
-            found.append(
-                (name, function.get("parameters"), function.get("strict") is True)
+        if isinstance(name, str) and name and name not in found:
+            found[name] = (
+                name,
+                function.get("parameters"),
+                function.get("strict") is True,
             )
-    return found or None
+    return list(found.values()) or None
 
 
 def _lark_calls(functions):
@@ -5274,12 +5533,12 @@ def prepare_messages(
     first user turn), ``tool_definitions``, ``tool_results`` (results as user turns),
     ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
     refuses replaced by ones it takes)."""
+    messages = _messages_list(messages)
+    _check_tools(tools)
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)
     for message in messages:
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise TypeError(f"a message must be a dict with a 'role': {message!r}")
         message = dict(message)
         if PREPARE_CALL_ID_PATTERN and call_ids:
             message = _with_call_ids(message)
@@ -5316,6 +5575,41 @@ def prepare_messages(
             if isinstance(message.get("content"), str):
                 message["content"] = [{"type": "text", "text": message["content"]}]
     return prepared
+
+
+def _messages_list(messages):
+    """``messages`` as a list (an iterator is read once, and the rewrites may read
+    the conversation twice), each message checked: TypeError where it is no
+    sequence of dicts with a role, ValueError naming what a message holds wrongly."""
+    if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+        raise TypeError("messages is a list of messages, not %s" % _shown(messages))
+    messages = list(messages)
+    for index, message in enumerate(messages):
+        where = "messages[%d]" % index
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise TypeError(
+                f"{where}: a message must be a dict with a 'role': {message!r}"
+            )
+        reasoning = message.get("reasoning_content")
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise ValueError(
+                f"{where}['reasoning_content'] is {_shown(reasoning)}, not text"
+            )
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, (list, tuple)):
+            raise ValueError(
+                f"{where}['tool_calls'] is {_shown(calls)}, not a list of calls"
+            )
+        for number, call in enumerate(calls or ()):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(call, dict) or not isinstance(
+                function, (dict, type(None))
+            ):
+                raise ValueError(
+                    f"{where}['tool_calls'][{number}] is {_shown(call)}, not a call"
+                    " (a dict, its 'function' a dict)"
+                )
+    return messages
 
 
 def _text(message):

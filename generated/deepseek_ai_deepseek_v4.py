@@ -80,6 +80,7 @@ TYPED_VALUES: bool = True
 ARG_KEY_PREFIX: str = '<｜DSML｜parameter name="'
 ARG_KEY_END: str = '" string="'
 ARG_VALUE_START: str = '">'
+ARG_STRING_ATTRIBUTE: str = "true"
 ARG_VALUE_SUFFIX: str = "</｜DSML｜parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
@@ -160,6 +161,7 @@ SPEC = {
             "value_suffix": "</｜DSML｜parameter>\n",
             "separator": "",
             "literal": "json",
+            "string_attribute": "true",
         },
         "end_of_turn_after_calls": [],
     },

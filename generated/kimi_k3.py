@@ -86,6 +86,7 @@ TYPED_VALUES: bool = True
 ARG_KEY_PREFIX: str = '<|open|>argument key="'
 ARG_KEY_END: str = '" type="'
 ARG_VALUE_START: str = '"<|sep|>'
+ARG_STRING_ATTRIBUTE: str = "string"
 ARG_VALUE_SUFFIX: str = "<|close|>argument<|sep|>"
 SUFFIXED_VALUES: bool = True
 NAME_ESCAPES: dict[str, str] = {"&amp;": "&", "&quot;": '"'}
@@ -182,6 +183,7 @@ SPEC = {
             "value_suffix": "<|close|>argument<|sep|>",
             "separator": "",
             "literal": "json",
+            "string_attribute": "string",
             "key_escapes": {"&": "&amp;", '"': "&quot;"},
         },
         "end_of_turn_after_calls": [],

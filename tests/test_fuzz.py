@@ -169,7 +169,8 @@ MALFORMED_TOOLS = [
 @pytest.mark.parametrize("slug", rt.slugs())
 def test_malformed_tools_never_raise(slug):
     """Tool definitions of the wrong shape type nothing; reading the output goes on
-    (they made parse and the stream raise AttributeError)."""
+    (they made parse and the stream raise AttributeError). A grammar made from them
+    is refused, naming them (tests/test_caller_mistakes.py)."""
     module = rt.module(slug)
     texts = _texts(slug) or ["The answer is 42."]
     for tools in MALFORMED_TOOLS:
@@ -178,5 +179,6 @@ def test_malformed_tools_never_raise(slug):
             assert whole == module.parse(text), "malformed tools changed the reading"
             fed, finished, abandoned = streamed(module, text, range(1, len(text)), tools=tools)
             assert merge(fed + finished, abandoned) == whole
-            module.grammar(tools=tools)
-            module.tool_call_grammar(tools=tools)
+        for build in (module.grammar, module.tool_call_grammar):
+            with pytest.raises((ValueError, TypeError), match="tools"):
+                build(tools=tools)

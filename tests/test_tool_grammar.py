@@ -377,7 +377,10 @@ def test_module_functions_match_the_generator(slug):
     tools: list[object] = [
         {"type": "function", "function": {"name": name}} for name in HOSTILE_NAMES
     ]
-    tools += [{"name": "get_weather"}, "not a tool", {"function": {"name": 7}}]
+    tools += [{"name": "get_weather"}]
+    for malformed in ("not a tool", {"function": {"name": 7}}):
+        with pytest.raises(ValueError, match=r"tools\[%d\]" % len(tools)):
+            module.grammar(tools=tools + [malformed])  # tests/test_caller_mistakes.py
     for thinking in (True, False):
         limited = module.grammar(tools=tools, enable_thinking=thinking)
         assert limited == gbnf.build(fmt, enable_thinking=thinking, tools=tools)

@@ -178,10 +178,12 @@ def test_tagged_values_are_typed_by_the_schema(slug):
     text = output(parser, wrap(tools, write_call(tools, "get_weather", arguments, python=python)))
     message = parser.parse(text, tools=[WEATHER], enable_thinking=False)
     assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == arguments
-    # Without tools: JSON stays JSON, the rest is a string.
+    # Without tools: JSON stays JSON, the rest is a string; a value the model marks
+    # as a string (the writer's word "string" is Kimi K3's) is one.
     bare = parser.parse(text, enable_thinking=False)
     values = json.loads(bare["tool_calls"][0]["function"]["arguments"])
-    assert values["city"] == 42 and values["days"] == 3
+    said = tools["arguments"].get("string_attribute") == "string"
+    assert values["city"] == ("42" if said else 42) and values["days"] == 3
 
 
 @pytest.mark.parametrize("slug", [s for s in tool_slugs("json") if not (module(s).SPEC["tools"].get("section") or {}).get("start") and not module(s).SPEC["tools"]["call"]["start"].strip()])

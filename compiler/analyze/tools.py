@@ -619,6 +619,9 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
                 arguments["string_open"] = rest_a[: len(rest_a) - len(shared_tail)]
                 arguments["string_close"] = value_suffix[: len(value_suffix) - len(typed_value_suffix)]
                 arguments["value_suffix"] = typed_value_suffix
+            elif shared_tail.strip() and rest_a[: len(rest_a) - len(shared_tail)]:
+                # The attribute's word for a string, which the model writes too.
+                arguments["string_attribute"] = rest_a[: len(rest_a) - len(shared_tail)]
         if not arguments["key_end"]:
             raise NotUnderstood("nothing ends an argument's key")
     flag = _second_value_text(renders, FLAG, where, unit, one_block, found, key_prefix)

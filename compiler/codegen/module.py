@@ -171,6 +171,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
             ARG_KEY_PREFIX=arguments.key_prefix,
             ARG_KEY_END=arguments.key_end,
             ARG_VALUE_START=arguments.value_start,
+            ARG_STRING_ATTRIBUTE=arguments.string_attribute,
             ARG_VALUE_SUFFIX=arguments.value_suffix,
             ARG_SEPARATOR=arguments.separator,
             ARG_STRING_OPEN=arguments.string_open,

@@ -13,6 +13,7 @@ from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
     ARG_SEPARATOR,
+    ARG_STRING_ATTRIBUTE,
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
     ARG_VALUE_START,
@@ -75,6 +76,7 @@ from .values import (
     _unescaped,
     _verbatim_end,
     _field,
+    _json_loads,
     _json_object,
     _load,
     _own_typed,
@@ -84,6 +86,19 @@ from .values import (
     _typed,
     _value_end,
 )
+
+
+def _unique_ids(calls):
+    """``calls`` (in the order written), a call whose id an earlier call has kept
+    given none: a client keys results by id, and a server gives a call without one
+    an id of its own. The stream decides as each call opens (``_open_call``)."""
+    taken = set()
+    for call in calls:
+        if call["id"] in taken:
+            call["id"] = None
+        elif call["id"] is not None:
+            taken.add(call["id"])
+    return calls
 
 
 def _call(name, arguments, call_id):
@@ -160,7 +175,7 @@ def _arguments_text(text, value, start, stop):
         return text[start:stop]
     if isinstance(value, str):
         try:
-            json.loads(value)
+            _json_loads(value)
         except (ValueError, RecursionError):
             return None
         return value
@@ -265,7 +280,7 @@ def _read_literal_call(text, at, types):
         arguments = _json_object(arguments)
     elif isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            _json_loads(arguments)
         except (ValueError, RecursionError):
             arguments = None
     else:
@@ -392,11 +407,13 @@ def _read_arguments(text, at, types, stop):
         if key in values:
             return None  # a key given twice: the call is not well-formed
         at = found[1]
+        kind = types.get(key)
         if ARG_VALUE_START:
             # the key's closing text names the value's type; skip to the value
             found = _read_to(text, at, ARG_VALUE_START)
             if found is None:
                 return None
+            kind = _attributed(text[at : found[0]], kind)
             at = found[1]
         if SUFFIXED_VALUES:
             if VALUE_SUFFIX_NAMES_KEY:
@@ -411,15 +428,14 @@ def _read_arguments(text, at, types, stop):
                 if found is None:
                     return None
                 raw = text[at + len(VERBATIM_OPEN) : found[0]]
-                kind = types.get(key)
                 values[key] = (
                     raw if kind in (None, "string") else _typed(raw, kind, LITERAL)
                 )
                 at = found[1]
                 continue
-            if ELEMENTS and types.get(key) != "string":
+            if ELEMENTS and kind != "string":
                 if text.startswith(_element_patterns()[2], at):
-                    read = _read_elements(text, at, suffix, types.get(key))
+                    read = _read_elements(text, at, suffix, kind)
                     if read is not None:
                         values[key], at = read
                         continue
@@ -430,7 +446,6 @@ def _read_arguments(text, at, types, stop):
             at = found[1]
             if VALUE_ESCAPES:
                 raw = _unescaped(raw, VALUE_ESCAPES)
-            kind = types.get(key)
             # (a string, the common case, is the text as written: no call for it)
             values[key] = raw if kind == "string" else _typed(raw, kind, LITERAL)
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
@@ -455,7 +470,7 @@ def _read_arguments(text, at, types, stop):
             if end < 0:
                 return None
             try:
-                values[key] = _own_typed(text[at:end], types.get(key))
+                values[key] = _own_typed(text[at:end], kind)
             except ValueError:
                 return None
             at = end
@@ -463,10 +478,20 @@ def _read_arguments(text, at, types, stop):
             end = _value_end(text, at)
             if end < 0:
                 return None
-            values[key] = _typed(text[at:end], types.get(key), LITERAL)
+            values[key] = _typed(text[at:end], kind, LITERAL)
             at = end
         if at < 0:
             return None
+
+
+def _attributed(attribute, kind):
+    """How a value is typed (``kind``: by the schema) once the text between its key
+    and itself (an attribute naming its type) is read: a string where the model says
+    so and the schema admits one or says nothing; where the schema admits no
+    string, the schema's way (models mark numbers and objects as strings too)."""
+    if not ARG_STRING_ATTRIBUTE or attribute.strip() != ARG_STRING_ATTRIBUTE:
+        return kind
+    return "string" if kind is None or "string" in kind else kind
 
 
 def _read_elements(text, at, suffix, kind):

@@ -124,8 +124,10 @@ JSON_ARGUMENTS: bool = _given("JSON_ARGUMENTS", False)
 TYPED_VALUES: bool = _given("TYPED_VALUES", False)
 ARG_KEY_PREFIX: str = _given("ARG_KEY_PREFIX", "")
 ARG_KEY_END: str = _given("ARG_KEY_END", "")
-# After a key's closing text that names the value's type.
+# After a key's closing text that names the value's type; the name that text gives a
+# string (the value is then the text as written).
 ARG_VALUE_START: str = _given("ARG_VALUE_START", "")
+ARG_STRING_ATTRIBUTE: str = _given("ARG_STRING_ATTRIBUTE", "")
 ARG_VALUE_SUFFIX: str = _given("ARG_VALUE_SUFFIX", "")
 ARG_SEPARATOR: str = _given("ARG_SEPARATOR", "")
 ARG_STRING_OPEN: str = _given("ARG_STRING_OPEN", "")

@@ -26,6 +26,7 @@ from .schema_gbnf import (
     _rules,
     _written,
 )
+from .values import _check_tools
 
 # The rules that hold one whole call (and what follows it): a copy of each per tool
 # whose arguments a schema types.
@@ -42,6 +43,7 @@ def grammar(
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
     _require("gbnf")
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -61,6 +63,7 @@ def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=Tru
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
+    _check_tools(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
@@ -142,18 +145,14 @@ def _for_tools(text, changes, tools, named):
     # The rules of one call that name the function or hold its arguments: a copy
     # per group, the call rules made of one copy or another.
     marks = {TOOL_NAME_RULE, "tool-arguments"}
+    users = _users(rules)
     copied: set = set()
-    while True:
-        found = {
-            name
-            for name, body in rules.items()
-            if name not in marks | copied
-            and name not in _CALL_RULES
-            and _refs(body) & (marks | copied)
-        }
-        if not found:
-            break
-        copied |= found
+    todo = list(marks)
+    while todo:
+        for user in users.get(todo.pop(), ()):
+            if user not in marks and user not in copied and user not in _CALL_RULES:
+                copied.add(user)
+                todo.append(user)
     swaps = []
     for index, (name, arguments) in enumerate(groups):
         swap = {rule: f"{rule}-fn{index}" for rule in copied}
@@ -182,16 +181,29 @@ def _typed_arguments(typed, split):
 
 def _terminal(rules):
     """The rules llguidance takes for lexemes: those made of strings, classes and such
-    rules only (no recursion)."""
-    refs = {name: _refs(body) for name, body in rules.items()}
+    rules only (no recursion). Each rule waits for the rules it refers to, and is
+    one once they all are: a chain of rules costs its length, not its square."""
+    waiting = {name: len(_refs(body)) for name, body in rules.items()}
+    users = _users(rules)
+    todo = [name for name, count in waiting.items() if not count]
     terminal: set = set()
-    while True:
-        found = {
-            name for name in refs if name not in terminal and refs[name] <= terminal
-        }
-        if not found:
-            return terminal
-        terminal |= found
+    while todo:
+        name = todo.pop()
+        terminal.add(name)
+        for user in users.get(name, ()):
+            waiting[user] -= 1
+            if not waiting[user]:
+                todo.append(user)
+    return terminal
+
+
+def _users(rules):
+    """Rule name → the names of the rules that refer to it."""
+    users: dict = {}
+    for name, body in rules.items():
+        for ref in _refs(body):
+            users.setdefault(ref, []).append(name)
+    return users
 
 
 def _written_name(name):

@@ -18,6 +18,7 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
+from .values import _check_tools
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -45,6 +46,7 @@ def lark_grammar(
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
     _require("lark")
+    _check_tools(tools)
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:
@@ -88,17 +90,19 @@ def _lark_choice(tool_choice):
 def _lark_functions(tools):
     """[(name, parameters, strict)] of the OpenAI tool definitions in ``tools``, or
     None where they name no function (calls to any name)."""
-    found: list = []
+    found: dict = {}  # name → (name, parameters, strict), the first of each name
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict):
             continue
         name = function.get("name")
-        if isinstance(name, str) and name and name not in [f[0] for f in found]:
-            found.append(
-                (name, function.get("parameters"), function.get("strict") is True)
+        if isinstance(name, str) and name and name not in found:
+            found[name] = (
+                name,
+                function.get("parameters"),
+                function.get("strict") is True,
             )
-    return found or None
+    return list(found.values()) or None
 
 
 def _lark_calls(functions):

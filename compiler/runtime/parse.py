@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .calls import _calls_after, _calls_start, _find_calls
+from .calls import _calls_after, _calls_start, _find_calls, _unique_ids
 from .format import (
     BARE_CALLS,
     CONTENT_AFTER_CALLS,
@@ -113,7 +113,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
-            tool_calls += more
+            tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call
         # marker in it is a broken call, not content.
         for _, piece in pieces:

@@ -49,6 +49,7 @@ from .format import (
     SECTION_START,
     VALUE_SUFFIX_NAMES_KEY,
 )
+from .values import _check_tools, _shown
 
 
 def prepare_messages(
@@ -75,12 +76,12 @@ def prepare_messages(
     first user turn), ``tool_definitions``, ``tool_results`` (results as user turns),
     ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
     refuses replaced by ones it takes)."""
+    messages = _messages_list(messages)
+    _check_tools(tools)
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)
     for message in messages:
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise TypeError(f"a message must be a dict with a 'role': {message!r}")
         message = dict(message)
         if PREPARE_CALL_ID_PATTERN and call_ids:
             message = _with_call_ids(message)
@@ -117,6 +118,41 @@ def prepare_messages(
             if isinstance(message.get("content"), str):
                 message["content"] = [{"type": "text", "text": message["content"]}]
     return prepared
+
+
+def _messages_list(messages):
+    """``messages`` as a list (an iterator is read once, and the rewrites may read
+    the conversation twice), each message checked: TypeError where it is no
+    sequence of dicts with a role, ValueError naming what a message holds wrongly."""
+    if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+        raise TypeError("messages is a list of messages, not %s" % _shown(messages))
+    messages = list(messages)
+    for index, message in enumerate(messages):
+        where = "messages[%d]" % index
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise TypeError(
+                f"{where}: a message must be a dict with a 'role': {message!r}"
+            )
+        reasoning = message.get("reasoning_content")
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise ValueError(
+                f"{where}['reasoning_content'] is {_shown(reasoning)}, not text"
+            )
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, (list, tuple)):
+            raise ValueError(
+                f"{where}['tool_calls'] is {_shown(calls)}, not a list of calls"
+            )
+        for number, call in enumerate(calls or ()):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(call, dict) or not isinstance(
+                function, (dict, type(None))
+            ):
+                raise ValueError(
+                    f"{where}['tool_calls'][{number}] is {_shown(call)}, not a call"
+                    " (a dict, its 'function' a dict)"
+                )
+    return messages
 
 
 def _text(message):

@@ -38,6 +38,7 @@ from .format import (
     TOOL_UNIT_SEPARATOR,
     TOOL_VALUE_CLOSE,
 )
+from .values import _pointed, _schema_kinds
 
 # The rules of JSON values (compiler/codegen/gbnf.py writes the same ones): each
 # mark that a lexeme may start or end with carries the whitespace around it.
@@ -154,17 +155,6 @@ def _written(rules):
             reached.add(name)
             todo.extend(_refs(rules[name]))
     return "".join(f"{name} ::= {rules[name]}\n" for name in rules if name in reached)
-
-
-def _kind(value):
-    """The JSON type of a value."""
-    if isinstance(value, bool) or value is None:
-        return "null" if value is None else "boolean"
-    if isinstance(value, (int, float)):
-        return "integer" if isinstance(value, int) else "number"
-    if isinstance(value, (list, dict)):
-        return "array" if isinstance(value, list) else "object"
-    return "string"
 
 
 def _seq(parts):
@@ -545,23 +535,7 @@ class _Arguments:
 
     def _kinds(self, schema, depth):
         """The JSON types a value ``schema`` admits may have (None: any)."""
-        if not isinstance(schema, dict) or depth > 20:
-            return set() if schema is False else None
-        if "$ref" in schema:
-            return self._kinds(self._pointed(schema["$ref"]), depth + 1)
-        if "const" in schema or isinstance(schema.get("enum"), list):
-            values = [schema["const"]] if "const" in schema else schema["enum"]
-            return {_kind(value) for value in values}
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                found = [self._kinds(option, depth + 1) for option in schema[key]]
-                return None if None in found else set().union(*found)
-        kinds = schema.get("type")
-        if isinstance(kinds, (str, list)):
-            return {kinds} if isinstance(kinds, str) else set(kinds)
-        if "properties" in schema or "additionalProperties" in schema:
-            return {"object"}
-        return {"array"} if "items" in schema or "prefixItems" in schema else None
+        return _schema_kinds(schema, self.root, depth)
 
     def _ref(self, ref):
         """The rule of a schema ``$ref`` points to (one per target, so recursion
@@ -589,15 +563,4 @@ class _Arguments:
     def _pointed(self, ref):
         """What a local JSON pointer (``#/$defs/name``) in the tool's schema points
         to; None for any other reference."""
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            return None
-        node = self.root
-        for part in ref[1:].split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
+        return _pointed(self.root, ref)

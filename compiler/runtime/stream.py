@@ -19,6 +19,7 @@ import json
 import re
 
 from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
+from .calls import _attributed
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -363,6 +364,9 @@ class StreamParser:
         self._next_index = 0  # the index the next call gets
         self._opened = []  # the calls sent since the last confirmed one
         self._completing = {}  # index → what completes its arguments, held back
+        # The ids the calls sent and not abandoned have, and index → id: a call
+        # repeating one gets none (as ``_unique_ids`` has it).
+        self._ids, self._id_of = set(), {}
         # While the reader waits inside plain text (content, reasoning, a value),
         # how it takes a chunk without being resumed: the chunk's deltas, or None
         # when the chunk needs the reader.
@@ -759,6 +763,7 @@ class StreamParser:
             del self._deltas[self._hold_from :]
             self._hold_from = None
             self._next_index, self._opened, self._completing = 0, [], {}
+            self._ids, self._id_of = set(), {}
             self.abandoned = []
             self._replay("".join(self._raw) + self._pending)
             return False
@@ -1064,6 +1069,11 @@ class StreamParser:
         self._commit()
         self._next_index = index + 1
         self._opened.append(index)
+        if call_id in self._ids:
+            call_id = None  # an earlier call keeps it
+        elif call_id is not None:
+            self._ids.add(call_id)
+            self._id_of[index] = call_id
         self._deltas.append(
             {
                 "tool_calls": [
@@ -1117,6 +1127,7 @@ class StreamParser:
         """The calls sent since the ``start``-th unconfirmed one are not calls."""
         for index in self._opened[start:]:
             self._completing.pop(index, None)
+            self._ids.discard(self._id_of.pop(index, None))
             self.abandoned.append(index)
         del self._opened[start:]
 
@@ -1451,12 +1462,14 @@ class StreamParser:
             if key in keys:
                 raise _Broken  # a key given twice: the call is not well-formed
             keys.add(key)
+            kind = types.get(key)
             if ARG_VALUE_START:
                 # the key's closing text names the value's type; skip to the value
-                if (yield from self._until(ARG_VALUE_START.strip())) is None:
+                attribute = yield from self._until(ARG_VALUE_START.strip())
+                if attribute is None:
                     raise _Broken
+                kind = _attributed(attribute, kind)
                 yield from self._literal(ARG_VALUE_START)
-            kind = types.get(key)
             opening = "{" if not count else ", "
             self._arguments_text(index, opening + _ENCODE_STRING(key) + ": ")
             if VERBATIM_OPEN or ELEMENTS:

@@ -8,7 +8,8 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
-from .grammar import _require
+from .grammar import _require, _tool_choice
+from .values import _check_tools
 
 
 def structural_tag(
@@ -22,22 +23,17 @@ def structural_tag(
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call."""
     _require("structural_tag")
+    _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
-    if isinstance(tool_choice, dict):
-        wanted = (tool_choice.get("function") or {}).get("name")
+    choice, wanted = _tool_choice(tool_choice)
+    if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
         if not functions:
             raise ValueError(f"tool_choice names {wanted!r}, which is not in tools")
-        required = True
-    elif tool_choice in ("auto", "none", "required"):
-        required = tool_choice == "required"
-        if tool_choice == "none":
-            functions = []
-    else:
-        raise ValueError(
-            f"tool_choice {tool_choice!r}: 'auto', 'none', 'required' or a function"
-        )
+    required = choice == "required"
+    if choice == "none":
+        functions = []
     if required and (calls is None or not functions):
         raise ValueError("a call is required, but this format or these tools have none")
     if calls is None:

@@ -125,17 +125,45 @@ def _value_end(text, at):
     return _ValueEnd().scan(text, at)
 
 
+_INFINITY = float("inf")
+
+
+def _finite_float(text):
+    """A JSON number with a fraction or an exponent, where a double holds it."""
+    value = float(text)
+    if value in (_INFINITY, -_INFINITY):
+        raise ValueError("a number beyond a double's range")
+    return value
+
+
+def _no_constant(name):
+    raise ValueError(name)  # NaN and Infinity are no JSON values
+
+
+# The json module's reader, less what other JSON readers reject (JavaScript's, serde,
+# Go's): NaN, Infinity and a number too large for a double (1e999) are no values.
+_DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def _json_loads(text):
+    """``json.loads(text)`` for a str, a number that would not be finite a
+    ValueError."""
+    return _DECODER.decode(text)
+
+
 def _load(text, literal):
     """The value a JSON (or, where the format writes them, Python) literal denotes;
-    ValueError when it denotes none (too deep a nesting included)."""
+    ValueError when it denotes none (too deep a nesting, a number that would not be
+    finite included)."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
         value = ast.literal_eval(text.strip())
-        json.dumps(value)  # a set, bytes or a complex number is no JSON value
+        # a set, bytes or a complex number is no JSON value, nor is an infinity
+        json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
@@ -285,25 +313,33 @@ def _own_typed(text, kind):
     """One whole value written in the template's own syntax, as ``_typed`` types a
     tagged value: a word or number by the tools' schema (a word that is no value is
     the text as written), an object or array as the value it spells (as written
-    where the schema says string). ValueError where it spells none."""
+    where the schema says string), a string between the string marks as a string.
+    ValueError where it spells none."""
     if _OWN_TOKEN.match(text):
         if kind != "string" and text in OWN_WORDS:
-            return OWN_WORDS[text]
+            value = OWN_WORDS[text]
+            return value if _stands(value, kind) else text
         return _typed(text, kind, LITERAL)
     if kind == "string" and not text.startswith(ARG_STRING_OPEN):
         return text
+    unread: list = []
     try:
-        value, end = _own_item(text, 0)
+        value, end = _own_item(text, 0, unread)
     except RecursionError:
         raise ValueError("too deep") from None
     if end != len(text):
         raise ValueError("not one value")
-    return value
+    if unread:
+        return text  # it holds a number that would not be finite
+    if isinstance(value, str) or _stands(value, kind):
+        return value
+    return text
 
 
-def _own_item(text, at):
+def _own_item(text, at, unread):
     """(value, end) of the value written at ``at`` in the template's own syntax, in a
-    text that holds it whole; ValueError where none is written there."""
+    text that holds it whole; ValueError where none is written there. A number that
+    would not be finite is its text, added to ``unread``."""
     if ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
         start = at + len(ARG_STRING_OPEN)
         string_end = _own_patterns()[1]
@@ -343,9 +379,9 @@ def _own_item(text, at):
                     key = key.strip()  # a bare key
                 if key in members:
                     raise ValueError("a key given twice")  # one value would be lost
-                members[key], at = _own_item(text, _skip_space(text, found[1]))
+                members[key], at = _own_item(text, _skip_space(text, found[1]), unread)
             else:
-                item, at = _own_item(text, at)
+                item, at = _own_item(text, at, unread)
                 items.append(item)
             after = _match(text, at, separator)
             if after >= 0:
@@ -361,18 +397,55 @@ def _own_item(text, at):
         return OWN_WORDS[word], found.end()  # type: ignore[union-attr]
     if not _OWN_NUMBER.match(word):
         raise ValueError("no value")
-    return json.loads(word), found.end()  # type: ignore[union-attr]
+    try:
+        return _json_loads(word), found.end()  # type: ignore[union-attr]
+    except ValueError:
+        unread.append(word)  # a number that would not be finite
+        return word, found.end()  # type: ignore[union-attr]
 
 
 def _typed(text, kind, literal):
-    """A tagged value: a string where the tool's schema says so, else the JSON (or
-    Python) value it spells, else the string as written."""
+    """A tagged value: the string as written where the tool's schema admits strings
+    only (``kind`` "string"), else the JSON (or Python) value it spells where
+    ``_stands`` lets it, else the string as written."""
     if kind == "string":
         return text
     try:
-        return _load(text, literal)
+        value = _load(text, literal)
     except ValueError:
         return text
+    return value if _stands(value, kind) else text
+
+
+# The types of value that do not stand in for a string the schema also admits: the
+# text a string holds as written, and a number (where "10001" may be a zip code,
+# reading it as a number could only lose what the model wrote: 1.50, 1e3, 007).
+_STRING_FIRST = frozenset(("string", "number", "integer"))
+
+
+def _stands(value, kind):
+    """Whether ``value``, which a tagged value's text spells, is the value rather
+    than that text: where the schema (``kind``: the set of JSON types it admits,
+    None: any) admits strings, only where it admits the value's type too and that
+    is no number."""
+    if kind is None or "string" not in kind:
+        return True
+    return _json_type(value) in kind and _json_type(value) not in _STRING_FIRST
+
+
+def _json_type(value):
+    """The JSON-schema type of a decoded value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, (list, tuple)) else "string"
 
 
 # -- text the template writes in XML's ways: escapes, verbatim marks, elements ------
@@ -548,9 +621,10 @@ def _elements_value(text, kind):
 
 
 def _elements_members(members, kind):
-    """The array (every member an item, and the schema does not say object) or
-    object that ``members`` (name, value) make."""
-    if kind != "object" and all(name == ELEMENT_ITEM for name, _ in members):
+    """The array (every member an item, and the schema does not say object: admit
+    objects and no arrays) or object that ``members`` (name, value) make."""
+    says_object = kind and "object" in kind and "array" not in kind
+    if not says_object and all(name == ELEMENT_ITEM for name, _ in members):
         return [value for _, value in members]
     value = dict(members)
     if len(value) != len(members):
@@ -564,27 +638,21 @@ def _element_text(text):
     if text != text.strip():
         return text
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _json_loads(text)
     except (ValueError, RecursionError):
         return text
-    if isinstance(value, (str, list, dict)) or value in (_INFINITY, -_INFINITY):
+    if isinstance(value, (str, list, dict)):
         return text
     return value
 
 
-_INFINITY = float("inf")
-
-
-def _no_constant(name):
-    raise ValueError(name)  # NaN and Infinity are no JSON values
-
-
 class _SchemaTypes:
-    """Function name → argument name → JSON-schema type, from OpenAI tool
-    definitions, read for a name when it is first asked for: a request may define
-    many tools, and an output calls few of them. A definition that is not shaped as
-    one (no mapping where one belongs) types nothing: the caller's mistake must not
-    stop the model's output being read. Where two share a name, the last counts."""
+    """Function name → argument name → how its tagged value is typed (``_kind``),
+    from OpenAI tool definitions, read for a name when it is first asked for: a
+    request may define many tools, and an output calls few of them. A definition
+    that is not shaped as one (no mapping where one belongs) types nothing: the
+    caller's mistake must not stop the model's output being read. Where two share a
+    name, the last counts."""
 
     __slots__ = ("_tools", "_read")
 
@@ -603,8 +671,8 @@ _NO_TOOL: dict = {}  # (the types of a name no tool has: compared by identity)
 
 
 def _argument_types(tools, name):
-    """Argument name → JSON-schema type of the last tool named ``name``, else
-    ``_NO_TOOL``."""
+    """Argument name → how the last tool named ``name`` types its value
+    (``_kind``), else ``_NO_TOOL``."""
     for tool in reversed(tools):
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(function, dict) or function.get("name") != name:
@@ -616,15 +684,198 @@ def _argument_types(tools, name):
         if not isinstance(properties, dict):
             return {}
         return {
-            key: (field.get("type") if isinstance(field, dict) else None)
+            key: _kind(_schema_kinds(field, parameters))
             for key, field in properties.items()
         }
     return _NO_TOOL
 
 
+def _kind(kinds):
+    """How a tagged value is typed, from the JSON types its schema admits: "string"
+    where strings only (the common case, compared as it is), else those types as a
+    frozenset, or None where any."""
+    if kinds is None:
+        return None
+    return "string" if kinds == {"string"} else frozenset(kinds)
+
+
+# How deep ``$ref``s and ``anyOf``s are followed: a deeper schema admits any value.
+_SCHEMA_DEPTH = 20
+
+
+def _schema_kinds(schema, root, depth=0):
+    """The JSON types (a set) of the values ``schema`` admits, None where it does not
+    say; ``$ref``s (local JSON pointers) are looked up in ``root``. What a schema
+    says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
+    ``anyOf`` and ``oneOf`` (the types of each), ``allOf`` of one schema, and
+    ``properties`` or ``items`` without a type."""
+    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH:
+        return set() if schema is False else None
+    if "$ref" in schema:
+        return _schema_kinds(_pointed(root, schema["$ref"]), root, depth + 1)
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    if isinstance(schema.get("enum"), list):
+        return {_json_type(value) for value in schema["enum"]}
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            found = [_schema_kinds(option, root, depth + 1) for option in schema[key]]
+            return None if None in found else set().union(*found)
+    every = schema.get("allOf")
+    if isinstance(every, list) and len(every) == 1:
+        return _schema_kinds(every[0], root, depth + 1)
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+        return set(kinds) | ({"null"} if schema.get("nullable") is True else set())
+    if "properties" in schema or "additionalProperties" in schema:
+        return {"object"}
+    return {"array"} if "items" in schema or "prefixItems" in schema else None
+
+
+def _pointed(root, ref):
+    """What a local JSON pointer (``#/$defs/name``) points to in ``root``; None for
+    any other reference."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node = root
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _check_tools(tools):
+    """Say what is wrong with the tool definitions a grammar or a prompt is made
+    from: TypeError where ``tools`` is no list, ValueError naming the definition and
+    the keyword where one is not shaped as OpenAI's (a tool of another type than
+    "function" is no function, and passes). Reading an output never asks: there the
+    caller's mistake must not stop the model's text being read (``_SchemaTypes``)."""
+    if tools is None:
+        return
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError("tools is a list of tool definitions, not %s" % _shown(tools))
+    for index, tool in enumerate(tools):
+        where = "tools[%d]" % index
+        if not isinstance(tool, dict):
+            raise ValueError(
+                "%s is %s, not a tool definition (a dict)" % (where, _shown(tool))
+            )
+        if tool.get("type", "function") != "function":
+            continue
+        function = tool.get("function", tool)
+        if not isinstance(function, dict):
+            raise ValueError(
+                "%s['function'] is %s, not a dict" % (where, _shown(function))
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                "%s names no function: its name is %s" % (where, _shown(name))
+            )
+        if function.get("parameters") is not None:
+            _check_schema(function["parameters"], "%s (%r) parameters" % (where, name))
+
+
+# What the keywords that the grammars read must hold: schemas in a list, a mapping
+# of names to schemas, one schema.
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SCHEMA_ONE = ("additionalProperties", "additionalItems")
+
+
+def _check_schema(schema, where):
+    """ValueError naming the first keyword of a JSON schema (``where`` names it)
+    whose value is of a type the keyword cannot hold. One pass over the schema,
+    each object once (a schema that holds itself is not followed round); the path
+    to a keyword is spelt out only for the message."""
+    todo: list = [(schema, (None, where))]  # (a schema, its path: (parent's, step))
+    seen: set = set()
+    while todo:
+        schema, path = todo.pop()
+        if isinstance(schema, bool):
+            continue
+        if not isinstance(schema, dict):
+            raise ValueError(
+                "%s is %s, not a JSON schema" % (_path(path), _shown(schema))
+            )
+        if id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        wrong = _wrong_keyword(schema)
+        if wrong:
+            raise ValueError("%s: %s" % (_path(path), wrong))
+        for key in _SCHEMA_MAPS:
+            todo += [
+                (item, (path, ".%s.%s" % (key, name)))
+                for name, item in (schema.get(key) or {}).items()
+            ]
+        items = schema.get("items")
+        for key in _SCHEMA_LISTS + (("items",) if isinstance(items, list) else ()):
+            todo += [
+                (item, (path, ".%s[%d]" % (key, at)))
+                for at, item in enumerate(schema.get(key) or ())
+            ]
+        for key in _SCHEMA_ONE + (() if isinstance(items, list) else ("items",)):
+            if schema.get(key) is not None:
+                todo.append((schema[key], (path, "." + key)))
+
+
+def _wrong_keyword(schema):
+    """What is wrong with the keywords of one schema object (not those inside it),
+    or ""."""
+    kinds = schema.get("type")
+    if kinds is not None and not _names(kinds if isinstance(kinds, list) else [kinds]):
+        return "'type' is %s, not a type's name or a list of them" % _shown(kinds)
+    required = schema.get("required")
+    if required is not None and not (isinstance(required, list) and _names(required)):
+        return "'required' is %s, not a list of names" % _shown(required)
+    if not isinstance(schema.get("$ref", ""), str):
+        return "'$ref' is %s, not a reference" % _shown(schema["$ref"])
+    for key in ("enum",) + _SCHEMA_LISTS:
+        found = schema.get(key)
+        if found is not None and not isinstance(found, list):
+            return "'%s' is %s, not a list" % (key, _shown(found))
+    for key in ("enum", "const"):
+        try:
+            json.dumps(schema.get(key), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return "'%s' holds no JSON value" % key
+    for key in _SCHEMA_MAPS:
+        found = schema.get(key)
+        if found is not None and not (isinstance(found, dict) and _names(found)):
+            return "'%s' is %s, not names to schemas" % (key, _shown(found))
+    return ""
+
+
+def _path(path):
+    """The text of a path ``_check_schema`` keeps as (parent's path, step)."""
+    steps = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    return "".join(reversed(steps))
+
+
+def _names(values):
+    """Whether every one of ``values`` is a str."""
+    return all(isinstance(value, str) for value in values)
+
+
+def _shown(value):
+    """``value`` as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 # The json module's C scanner: the value at an index and where it ends, or
 # StopIteration where none starts there (raw_decode, less its Python wrapper).
-_SCAN_ONCE = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]
 _SCAN_STRING = json.decoder.scanstring  # type: ignore[attr-defined]
 # What the json module takes for whitespace between tokens (it always matches, if
 # only the empty string).

@@ -23,7 +23,7 @@ TAGGED = dict(
     _SEEK="<tool_call>",  # what calls are looked for by: the trigger's first piece
     STOP=["<|im_end|>"],
 )
-TYPES = {"get_weather": {"city": "string", "days": "integer"}}
+TYPES = {"get_weather": {"city": "string", "days": frozenset({"integer"})}}
 
 
 def _unit(key, value):

@@ -210,13 +210,13 @@ def test_load_too_deep_is_a_value_error(text, literal):
     "text,kind,literal,value",
     [
         ("3", "string", "python", "3"),  # the schema says string: the text
-        ("3", "integer", "python", 3),
+        ("3", {"integer"}, "python", 3),
         ("3", None, "json", 3),
-        ("hello world", "integer", "json", "hello world"),  # no value: the text
-        ("[1, 2]", "array", "json", [1, 2]),
-        ("True", "boolean", "python", True),
-        ("True", "boolean", "json", "True"),
-        ("{'a': 1}", "object", "python", {"a": 1}),
+        ("hello world", {"integer"}, "json", "hello world"),  # no value: the text
+        ("[1, 2]", {"array"}, "json", [1, 2]),
+        ("True", {"boolean"}, "python", True),
+        ("True", {"boolean"}, "json", "True"),
+        ("{'a': 1}", {"object"}, "python", {"a": 1}),
         ("null", "string", "json", "null"),
         ("null", None, "json", None),
     ],
@@ -370,12 +370,12 @@ def test_schema_types():
         },
     ]
     types = V._SchemaTypes(tools)
-    assert types.get("f") == {"a": "string", "b": "integer"}
-    assert types.get("g") == {"x": "array"}
+    assert types.get("f") == {"a": "string", "b": {"integer"}}
+    assert types.get("g") == {"x": {"array"}}
     assert types.get("h") == {}
     assert types.get("k", "none") == {"y": None, "z": None}
     assert types.get("nobody", "none") == "none"
-    assert types.get("f") == {"a": "string", "b": "integer"}  # read once, asked twice
+    assert types.get("f") == {"a": "string", "b": {"integer"}}  # read once, asked twice
 
 
 def test_schema_types_last_definition_counts():
@@ -383,7 +383,7 @@ def test_schema_types_last_definition_counts():
         {"name": "f", "parameters": {"properties": {"a": {"type": "string"}}}},
         {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
     ]
-    assert V._SchemaTypes(tools).get("f") == {"a": "integer"}
+    assert V._SchemaTypes(tools).get("f") == {"a": {"integer"}}
 
 
 def test_schema_types_of_malformed_definitions():
@@ -397,3 +397,54 @@ def test_schema_types_of_no_tools():
     assert V._SchemaTypes(None).get("f", "none") == "none"
     assert V._SchemaTypes([]).get("f", "none") == "none"
     assert V._SchemaTypes("not a list").get("f", "none") == "none"
+
+
+@pytest.mark.parametrize(
+    "schema,kinds",
+    [
+        ({"type": ["string", "null"]}, {"string", "null"}),
+        ({"type": "string", "nullable": True}, {"string", "null"}),
+        ({"anyOf": [{"type": "string"}, {"$ref": "#/$defs/n"}]}, {"string", "integer"}),
+        ({"oneOf": [{"type": "string"}, {}]}, None),  # one option admits anything
+        ({"enum": ["a", 1, None]}, {"string", "integer", "null"}),
+        ({"const": 1.5}, {"number"}),
+        ({"allOf": [{"type": "boolean"}]}, {"boolean"}),
+        ({"properties": {}}, {"object"}),
+        ({"type": 5}, None),  # a caller's mistake types nothing
+        ({"$ref": "#/$defs/nowhere"}, None),
+        (False, set()),
+    ],
+)
+def test_schema_kinds(schema, kinds):
+    assert V._schema_kinds(schema, {"$defs": {"n": {"type": "integer"}}}) == kinds
+
+
+def test_schema_kinds_of_a_schema_that_refers_to_itself():
+    root = {"$ref": "#"}  # followed so far, then any value
+    assert V._schema_kinds(root, root) is None
+
+
+@pytest.mark.parametrize(
+    "text,kind,value",
+    [
+        ("10001", frozenset({"string", "null"}), "10001"),
+        ("null", frozenset({"string", "null"}), None),
+        ("10001", frozenset({"string", "integer"}), "10001"),  # the string wins
+        ("true", frozenset({"string", "integer"}), "true"),  # not admitted: text
+        ('"x"', frozenset({"string", "null"}), '"x"'),  # a string is its text
+        ("[1]", frozenset({"string", "array"}), [1]),
+        ("1e999", None, "1e999"),  # not finite: the text
+        ("NaN", frozenset({"number"}), "NaN"),
+        ("[1e999]", frozenset({"array"}), "[1e999]"),
+    ],
+)
+def test_typed_by_the_types_a_schema_admits(text, kind, value):
+    assert V._typed(text, kind, "json") == value
+
+
+@pytest.mark.parametrize("text", ["NaN", "-Infinity", "1e999", "[1, -2.5e400]", '{"a": Infinity}'])
+@pytest.mark.parametrize("literal", ["json", "python"])
+def test_load_refuses_numbers_that_would_not_be_finite(text, literal):
+    with pytest.raises(ValueError):
+        V._load(text, literal)
+    assert V._read_object('{"a": %s}' % text, 0) is None
