@@ -54,6 +54,7 @@ from .text import (
     _SEPARATOR_SEEK,
     _SPLIT,
     _close_any,
+    _cut_short,
     _find,
     _good_name,
     _loose,
@@ -94,15 +95,30 @@ def _call(name, arguments, call_id):
     }
 
 
-def _close(text, at, literal):
+def _close(text, at, literal, others=()):
     """The end of a call's closing ``literal``; a text that ends instead (the
-    server cut the stop marker) closes it too."""
+    server cut the stop marker), or ends inside the literal (and not inside one of
+    ``others``, what else may follow there: ``_cut_short``), closes it too."""
     if at < 0:
         return -1
     end = _match(text, at, literal)
     if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
+    if end < 0 and _cut_short(text, at, literal, others):
+        return len(text)
     return end
+
+
+def _after_units(count):
+    """What may follow ``count`` key/value units besides the arguments' closer: the
+    next unit's opening."""
+    return (ARG_SEPARATOR + ARG_KEY_PREFIX,) if count else (ARG_KEY_PREFIX,)
+
+
+def _after_calls():
+    """What may follow a call besides the section's closer: the next call's opening
+    (the separator, then the call's start, or another opener real outputs write)."""
+    return tuple(CALL_SEPARATOR + start for start in CALL_STARTS or (CALL_START,))
 
 
 def _read_calls(text, at, types):
@@ -132,7 +148,7 @@ def _read_calls(text, at, types):
     if not calls:
         return None
     if SECTION_END:
-        end = _close(text, at, SECTION_END)
+        end = _close(text, at, SECTION_END, _after_calls())
         if end < 0:
             # Not closed: the calls read stand, and what follows is text after them.
             return calls, at
@@ -309,7 +325,7 @@ def _read_tagged_call(text, at, types):
                     return None
                 values, at = read
                 arguments = _json_object(values)
-                at = _close(text, at, after)
+                at = _close(text, at, after, _after_units(len(values)))
             if at < 0:
                 return None
         elif hole == "index":

@@ -18,7 +18,16 @@ from __future__ import annotations
 import json
 import re
 
-from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
+from .calls import (
+    _KEY_MARK,
+    _UNIT_TRIES,
+    _after_calls,
+    _after_units,
+    _key_at,
+    _next_try,
+    _read_call,
+    _trailing,
+)
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -78,11 +87,13 @@ from .text import (
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _cut_short,
     _decided,
     _good_name,
     _match,
     _maybe_stop,
     _name_end,
+    _name_head,
     _opened_by_prompt,
     _opener,
     _partial_at,
@@ -139,6 +150,24 @@ def _final_stop_apart(text):
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _maybe_cut(text, closers, others):
+    """Whether ``text`` may still turn out to be one of ``closers`` cut short and
+    then the output's final end-of-turn marker (``parse`` strips that marker, and
+    reads the closer cut short as closing: ``_cut_short``), or whitespace."""
+    if any(_cut_short(text, 0, each, others) for each in closers):
+        return True
+    for stop in STOP:
+        if not stop:
+            continue
+        kept = text.rstrip()
+        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
+        if at < len(text) and any(
+            _cut_short(text[:at], 0, each, others) for each in closers
+        ):
+            return True
+    return False
 
 
 def _search_from(search, pending):
@@ -947,25 +976,34 @@ class StreamParser:
                 return True
         return False
 
-    def _closer(self, literal, also=()):
+    def _closer(self, literal, also=(), others=()):
         """Read a closing ``literal`` (or one of ``also``, other spellings real
         outputs use, the first written, as ``_close_any`` reads them); the end of
-        the output closes too."""
-        if also:
-            for each in (literal,) + also:
+        the output closes too, and so does its end inside the closer (``others``:
+        what else may follow, as ``_close`` takes them)."""
+        closers = (literal,) + also
+        while True:
+            for each in closers:
                 yield from self._decide(each)
-            for each in (literal,) + also:
+            for each in closers:
                 end = _match(self._pending, 0, each)
                 if end >= 0:
                     self._consume(end)
                     return
-        elif (yield from self._literal(literal)):
-            return
-        while not self._eof and _maybe_stop(self._pending):
-            if self._pending.isspace():
-                self._consume(len(self._pending))  # read now, not re-read
+            if self._eof:
+                break
+            # What may yet be the closer cut short, or just the final end-of-turn
+            # marker, waits: that marker, once whole, is kept apart (feed), and what
+            # is left may be the closer's beginning again.
+            pending = self._pending
+            if not (_maybe_stop(pending) or _maybe_cut(pending, closers, others)):
+                raise _Broken
+            if pending.isspace():
+                self._consume(len(pending))  # read now, not re-read
             yield
-        if not (self._eof and not self._pending.strip()):
+        if self._pending.strip() and not any(
+            _cut_short(self._pending, 0, each, others) for each in closers
+        ):
             raise _Broken
         self._consume(len(self._pending))
 
@@ -1040,14 +1078,15 @@ class StreamParser:
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
         yield from self._skip_space()
-        end = yield from self._upto(literal.strip(), name=True)
+        end = yield from self._upto(_name_head(literal).strip(), name=True)
         if end < 0:
             raise _Broken
         name = self._pending[:end].strip()
         if not _good_name(name):
             raise _Broken
         self._consume(end)
-        yield from self._literal(literal)
+        if not (yield from self._literal(literal)):
+            raise _Broken  # its first marker, not the rest (_read_name_to)
         return name
 
     def _open_call(self, index, name, call_id):
@@ -1141,7 +1180,7 @@ class StreamParser:
         if SECTION_END:
             mark = len(self._raw)
             try:
-                yield from self._closer(SECTION_END)
+                yield from self._closer(SECTION_END, others=_after_calls())
             except _Broken:
                 # Not closed: the calls read stand, what follows is text after them.
                 self._rewind(mark)
@@ -1326,14 +1365,16 @@ class StreamParser:
                 skip = False  # a hole the model left out, with the literal before it
             elif hole == "arguments":
                 self._open_call(index, name, call_id)
+                others: tuple = ()
                 if JSON_ARGUMENTS:
                     yield from self._json_arguments(index)
                 else:
-                    yield from self._tagged_arguments(index, name, after)
+                    count = yield from self._tagged_arguments(index, name, after)
+                    others = _after_units(count)
                 if options:
-                    yield from self._closer(after, tuple(t for t, _ in options))
+                    yield from self._closer(after, tuple(t for t, _ in options), others)
                 else:
-                    yield from self._closer(after)
+                    yield from self._closer(after, others=others)
             elif hole == "index":
                 yield from self._index(after)
             else:
@@ -1465,16 +1506,18 @@ class StreamParser:
                 )
             count += 1
         self._complete(index, "}" if count else "{}")
+        return count
 
     def _key(self):
         """An argument's name, written up to its closing text; None if it is not
         one."""
-        end = yield from self._upto(ARG_KEY_END.strip(), name=True)
+        end = yield from self._upto(_name_head(ARG_KEY_END).strip(), name=True)
         key = self._pending[:end].strip() if end >= 0 else ""
         if not _good_name(key):
             return None
         self._consume(end)
-        yield from self._literal(ARG_KEY_END)
+        if not (yield from self._literal(ARG_KEY_END)):
+            return None  # its first marker, not the rest (_read_name_to)
         return key
 
     def _suffixed_value(self, index, suffix, kind, mark=""):
