@@ -579,16 +579,18 @@ class StreamParser:
             pending = self._pending
             end = pending.find(REASONING_END)
             at = -1
-            if HAS_CALLS and not BARE_CALLS:
+            if HAS_CALLS and not BARE_CALLS and end < 0:
                 if TRIGGER_ALSO:
-                    at = _seek(pending, search, end if end >= 0 else len(pending))
+                    at = _seek(pending, search)
                 else:
-                    at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
+                    at = pending.find(_SEEK, search)
             if at >= 0:
-                # Calls before the closer end the block if they are well-formed.
                 start = len(pending[:at].rstrip())
                 self._send("reasoning_content", pending[:start])
                 self._pending = pending[start:]
+                if (yield from self._closer_follows()):
+                    continue  # the calls are text of the block: it goes on to there
+                # No closer follows: calls end the block if they are well-formed.
                 self._opener = 0
                 search = yield from self._try_calls(at - start)
                 if search < 0:
@@ -612,6 +614,22 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_follows(self):
+        """Whether the reasoning's closer comes before the output ends, the text from
+        here on held back until it is known (``parse``: calls in a block that its
+        closer follows are its text). Each piece is looked at once: what cannot
+        hold the closer waits in ``_maybe_reasoning``."""
+        held = self._maybe_reasoning
+        margin = len(REASONING_END) - 1
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            held.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = "".join(held) + self._pending
+        held.clear()
+        return REASONING_END in self._pending
 
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
