@@ -40,6 +40,7 @@ from .format import (
     OPTIONAL_PARTS,
     OWN_VALUES,
     QUOTED_STRINGS,
+    RAW_STRINGS,
     SECTION_END,
     SECTION_START,
     STOP,
@@ -62,6 +63,7 @@ from .text import (
     _match_start,
     _name_end,
     _past_start,
+    _pieces,
     _read_name_to,
     _read_to,
     _seek,
@@ -393,6 +395,8 @@ def _read_arguments(text, at, types, stop):
         if ARG_SEPARATOR:  # (an empty one matches where it is)
             if values:
                 at = _match(text, at, ARG_SEPARATOR)
+                if at < 0 and _left_out(text, unit):
+                    at = unit
                 if at < 0:
                     return values, unit
         at = _match(text, at, ARG_KEY_PREFIX)
@@ -453,8 +457,11 @@ def _read_arguments(text, at, types, stop):
             if QUOTED_STRINGS:
                 # a quote: the string's escapes are skipped to find its end
                 end = _value_end(text, at) - len(ARG_STRING_CLOSE)
-            else:
+            elif RAW_STRINGS:
+                # marks of the template's own, which no string holds
                 end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
+            else:
+                end = _string_end(text, at + len(ARG_STRING_OPEN), stop)
             if end < 0:
                 return None
             raw = text[at : end + len(ARG_STRING_CLOSE)]
@@ -483,6 +490,124 @@ def _read_arguments(text, at, types, stop):
             at = end
         if at < 0:
             return None
+
+
+# -- where a string written as it is ends ----------------------------------------
+# A template that writes a string between quotes as it is (no escapes) writes a quote
+# inside it as it is too: the string ends at the first closing quote that what the
+# template writes after a value follows (the next unit's key, or the arguments'
+# closer and then the next call, the section's closer or the end of the output);
+# where none does, at the first. The look past a quote is bounded (names, and
+# whitespace at one place), so the stream decides each quote after a few characters.
+
+_SPACE_REACH = 64  # whitespace read at one place
+
+
+def _string_end(text, at, stop):
+    """Where a string written as it is, its text from ``at``, ends: the closing quote
+    a value's end follows (``_follows_value``), else the first; -1 where none."""
+    first = close = text.find(ARG_STRING_CLOSE, at)
+    while close >= 0:
+        if _follows_value(text, close + len(ARG_STRING_CLOSE), stop, True):
+            return close
+        close = text.find(ARG_STRING_CLOSE, close + 1)
+    return first
+
+
+def _follows_value(text, at, stop, final):
+    """Whether what is written from ``at`` is what the template writes after a value
+    of the arguments that ``stop`` closes: True, False, or None where the text ends
+    before that is known (``final``: it has ended)."""
+    unsure = False
+    for steps in _FOLLOWERS.get(stop) or _followers(stop):
+        found = _steps_at(text, at, steps, final)
+        if found:
+            return True
+        unsure = unsure or found is None
+    return None if unsure else False
+
+
+def _followers(stop):
+    """The ways text goes on after a value, each a list of steps (``_steps_at``): the
+    separator and the next unit's key; the closer ``stop`` and then the section's
+    closer, the next call's opening or the end of the output (the closer alone
+    where the calls have no section: anything may follow it)."""
+    unit = [("literal", ARG_KEY_PREFIX), ("name", ARG_KEY_END), ("literal", ARG_KEY_END)]
+    ways = [[("literal", ARG_SEPARATOR)] + unit]
+    if ARG_SEPARATOR.strip():
+        ways.append([("space", "")] + unit)  # the separator left out (_left_out)
+    if SECTION_END:
+        nexts = [[("literal", SECTION_END)], [("end", "")]]
+        for start in CALL_STARTS or (CALL_START,):
+            opening = [("literal", CALL_SEPARATOR + start)]
+            hole, after, _ = CALL_PARTS[0]
+            if hole == "name" and after.strip():
+                opening += [("name", after), ("literal", after)]
+            nexts.append(opening)
+        ways += [[("literal", stop)] + rest for rest in nexts]
+    else:
+        ways.append([("literal", stop)])
+    if len(_FOLLOWERS) < 64:
+        _FOLLOWERS[stop] = ways
+    return ways
+
+
+_FOLLOWERS: dict = {}
+
+
+def _steps_at(text, at, steps, final):
+    """Whether ``steps`` match from ``at``: True, False, or None where the text ends
+    first (not ``final``). A step is a literal (its markers, whitespace before each,
+    as much as ``_SPACE_REACH``), a name (one word of at most 256 characters, up to
+    the literal that ends it) or the end of the output (whitespace aside)."""
+    for kind, literal in steps:
+        if kind == "end":
+            at = _space_end(text, at)
+            if at < len(text):
+                return False
+            return True if final else None
+        if kind == "space":
+            if at == len(text):
+                return False if final else None
+            if not text[at].isspace():
+                return False
+            continue
+        if kind == "name":
+            at = _space_end(text, at)
+            stop = (_pieces(literal)[0] or [" "])[0][0]
+            start = at
+            limit = min(len(text), at + 256)
+            while at < limit and text[at] != stop and not text[at].isspace():
+                at += 1
+            if at == len(text) and not final:
+                return None  # the name may go on
+            if at == start:
+                return False
+            continue
+        for piece in _pieces(literal)[0]:
+            at = _space_end(text, at)
+            if text.startswith(piece, at):
+                at += len(piece)
+                continue
+            if not final and piece.startswith(text[at : at + len(piece)]):
+                return None  # the text ends in it (or in whitespace before it)
+            return False
+    return True
+
+
+def _space_end(text, at):
+    """Where the whitespace from ``at`` ends, read as far as ``_SPACE_REACH``."""
+    limit = min(len(text), at + _SPACE_REACH)
+    while at < limit and text[at].isspace():
+        at += 1
+    return at
+
+
+def _left_out(text, at):
+    """Whether the separator before the unit at ``at`` may have been left out: it is
+    more than whitespace, and whitespace stands in its place (``a=1 b=2``); the unit
+    must then follow."""
+    return bool(ARG_SEPARATOR.strip()) and text[at : at + 1].isspace()
 
 
 def _read_elements(text, at, suffix, kind):

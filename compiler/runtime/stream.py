@@ -23,7 +23,9 @@ from .calls import (
     _UNIT_TRIES,
     _after_calls,
     _after_units,
+    _follows_value,
     _key_at,
+    _left_out,
     _next_try,
     _read_call,
     _trailing,
@@ -1480,6 +1482,7 @@ class StreamParser:
                 count
                 and ARG_SEPARATOR
                 and not (yield from self._literal(ARG_SEPARATOR))
+                and not _left_out((yield from self._next_char()), 0)
             ):
                 break
             if not (yield from self._literal(ARG_KEY_PREFIX)):
@@ -1512,7 +1515,7 @@ class StreamParser:
                     count += 1
                     continue
             if not SUFFIXED_VALUES:
-                yield from self._literal_value(index, kind)
+                yield from self._literal_value(index, kind, stop)
             elif VALUE_SUFFIX_NAMES_KEY:
                 suffix = ARG_VALUE_SUFFIX.replace(
                     "{key}", written
@@ -1704,9 +1707,39 @@ class StreamParser:
             value = _typed("".join(pieces), kind, LITERAL)
             self._arguments_text(index, json.dumps(value, ensure_ascii=False))
 
-    def _literal_value(self, index, kind):
+    def _string_to_end(self, stop):
+        """A string written as it is, read to its closing quote as ``_string_end``
+        finds it (each quote waits until what follows it decides): its text."""
+        pieces = []
+        first = None  # where the first closing quote was read to, and the text there
+        while True:
+            piece = yield from self._until(ARG_STRING_CLOSE)
+            if piece is None:
+                break
+            pieces.append(piece)
+            if first is None:
+                first = len(self._raw), "".join(pieces)
+            size = len(ARG_STRING_CLOSE)
+            while True:
+                follows = _follows_value(self._pending, size, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            self._consume(size)
+            if follows:
+                return "".join(pieces)
+            pieces.append(ARG_STRING_CLOSE)  # a quote inside the string
+        if first is None:
+            raise _Broken
+        mark, text = first
+        self._rewind(mark)  # no value's end follows any: the first quote ends it
+        self._consume(len(ARG_STRING_CLOSE))
+        return text
+
+    def _literal_value(self, index, kind, stop):
         """A value with nothing after it to mark its end: a quoted string, or a
-        literal read to its end. Sent once it is whole."""
+        literal read to its end (in arguments that ``stop`` closes). Sent once it
+        is whole."""
         if ARG_STRING_OPEN:
             while not self._eof and _undecided(self._pending, (ARG_STRING_OPEN,)):
                 yield
@@ -1719,10 +1752,7 @@ class StreamParser:
             if RAW_STRINGS:
                 yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
                 return
-            inner = yield from self._until(ARG_STRING_CLOSE)
-            if inner is None:
-                raise _Broken
-            self._consume(len(ARG_STRING_CLOSE))
+            inner = yield from self._string_to_end(stop)
             raw = ARG_STRING_OPEN + inner + ARG_STRING_CLOSE
             try:
                 value = _load(raw, LITERAL)

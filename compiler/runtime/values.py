@@ -285,6 +285,8 @@ def _own_typed(text, kind):
     if _OWN_TOKEN.match(text):
         if kind != "string" and text in OWN_WORDS:
             return OWN_WORDS[text]
+        if kind != "string" and text in _WORDS:
+            return _WORDS[text]
         return _typed(text, kind, LITERAL)
     if kind == "string" and not text.startswith(ARG_STRING_OPEN):
         return text
@@ -295,6 +297,12 @@ def _own_typed(text, kind):
     if end != len(text):
         raise ValueError("not one value")
     return value
+
+
+# How JSON and Python write null, true and false: a model may write them where the
+# template writes words of its own (Gemma 4: None, inside an object too); no string
+# is written bare in such a syntax, so they mean nothing else.
+_WORDS = {"null": None, "true": True, "false": False, "None": None, "True": True, "False": False}
 
 
 def _own_item(text, at):
@@ -355,6 +363,8 @@ def _own_item(text, at):
     word = found.group() if found else ""
     if word in OWN_WORDS:
         return OWN_WORDS[word], found.end()  # type: ignore[union-attr]
+    if word in _WORDS:
+        return _WORDS[word], found.end()  # type: ignore[union-attr]
     if not _OWN_NUMBER.match(word):
         raise ValueError("no value")
     return json.loads(word), found.end()  # type: ignore[union-attr]
