@@ -86,6 +86,7 @@ from .values import (
     _read_object,
     _typed,
     _value_end,
+    _ValueEnd,
 )
 
 
@@ -456,7 +457,7 @@ def _read_arguments(text, at, types, stop):
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
             if QUOTED_STRINGS:
                 # a quote: the string's escapes are skipped to find its end
-                end = _value_end(text, at) - len(ARG_STRING_CLOSE)
+                end = _quoted_end(text, at, stop) - len(ARG_STRING_CLOSE)
             elif RAW_STRINGS:
                 # marks of the template's own, which no string holds
                 end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
@@ -512,6 +513,26 @@ def _string_end(text, at, stop):
             return close
         close = text.find(ARG_STRING_CLOSE, close + 1)
     return first
+
+
+def _quoted_end(text, at, stop):
+    """The end of a string written at ``at`` between quotes, its escapes skipped: the
+    first closing quote a value's end follows (a model may leave a quote inside it
+    unescaped), else the first; -1 where it is not closed."""
+    first = end = _value_end(text, at)
+    while end >= 0:
+        if _follows_value(text, end, stop, True):
+            return end
+        end = _string_goes_on(text[at]).scan(text, end)
+    return first
+
+
+def _string_goes_on(quote):
+    """A scanner that reads on inside a string ``quote`` opened (to its next
+    closing quote, escapes skipped)."""
+    scan = _ValueEnd()
+    scan.quote, scan.read = quote, 1
+    return scan
 
 
 def _follows_value(text, at, stop, final):

@@ -26,6 +26,7 @@ from .calls import (
     _follows_value,
     _key_at,
     _left_out,
+    _string_goes_on,
     _next_try,
     _read_call,
     _trailing,
@@ -1736,6 +1737,33 @@ class StreamParser:
         self._consume(len(ARG_STRING_CLOSE))
         return text
 
+    def _quoted_to_end(self, text, stop):
+        """A string between quotes whose first closing quote ends ``text``, read on
+        to the closing quote that ``_quoted_end`` takes (each waits until what
+        follows it decides): its whole text."""
+        mark = len(self._raw)
+        read = [text]
+        while True:
+            while True:
+                follows = _follows_value(self._pending, 0, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            if follows:
+                return "".join(read)
+            scan = _string_goes_on(text[0])
+            while True:
+                end = scan.scan(self._pending, 0, self._eof)
+                if end is not None and end < 0:
+                    self._rewind(mark)  # no later quote: the first ends it
+                    return text
+                piece = self._pending if end is None else self._pending[:end]
+                read.append(piece)
+                self._consume(len(piece))
+                if end is not None:
+                    break
+                yield
+
     def _literal_value(self, index, kind, stop):
         """A value with nothing after it to mark its end: a quoted string, or a
         literal read to its end (in arguments that ``stop`` closes). Sent once it
@@ -1792,6 +1820,7 @@ class StreamParser:
                 yield
             text = "".join(pieces)
             if QUOTED_STRINGS and text.startswith(ARG_STRING_OPEN):
+                text = yield from self._quoted_to_end(text, stop)
                 # a quoted string: its escapes were skipped to find its end
                 try:
                     value = _load(text, LITERAL)
