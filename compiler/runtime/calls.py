@@ -393,10 +393,12 @@ def _read_arguments(text, at, types, stop):
         unit = at
         if stops and stops(text, at):
             return values, unit
+        left = False  # the separator left out
         if ARG_SEPARATOR:  # (an empty one matches where it is)
             if values:
                 at = _match(text, at, ARG_SEPARATOR)
-                if at < 0 and _left_out(text, unit):
+                left = at < 0 and _left_out(text, unit)
+                if left:
                     at = unit
                 if at < 0:
                     return values, unit
@@ -405,7 +407,7 @@ def _read_arguments(text, at, types, stop):
             return values, unit
         found = _read_name_to(text, at, ARG_KEY_END)
         key = text[at : found[0]].strip() if found else ""
-        if not _good_name(key):
+        if not _good_name(key) or (left and _word_end(key, 0) != len(key)):
             return values, unit
         written = key
         if KEY_ESCAPES:
@@ -556,7 +558,8 @@ def _followers(stop):
     unit = [("literal", ARG_KEY_PREFIX), ("name", ARG_KEY_END), ("literal", ARG_KEY_END)]
     ways = [[("literal", ARG_SEPARATOR)] + unit]
     if ARG_SEPARATOR.strip():
-        ways.append([("space", "")] + unit)  # the separator left out (_left_out)
+        # the separator left out (_left_out): then the key is a word
+        ways.append([("space", ""), ("literal", ARG_KEY_PREFIX), ("word", ARG_KEY_END)] + unit[2:])
     if SECTION_END:
         nexts = [[("literal", SECTION_END)], [("end", "")]]
         for start in CALL_STARTS or (CALL_START,):
@@ -579,8 +582,9 @@ _FOLLOWERS: dict = {}
 def _steps_at(text, at, steps, final):
     """Whether ``steps`` match from ``at``: True, False, or None where the text ends
     first (not ``final``). A step is a literal (its markers, whitespace before each,
-    as much as ``_SPACE_REACH``), a name (one word of at most 256 characters, up to
-    the literal that ends it) or the end of the output (whitespace aside)."""
+    as much as ``_SPACE_REACH``), a name (at most 256 characters with no whitespace,
+    up to the literal that ends it; a word: letters, digits and ``_-.:``), some
+    whitespace, or the end of the output (whitespace aside)."""
     for kind, literal in steps:
         if kind == "end":
             at = _space_end(text, at)
@@ -593,12 +597,19 @@ def _steps_at(text, at, steps, final):
             if not text[at].isspace():
                 return False
             continue
-        if kind == "name":
+        if kind in ("name", "word"):
             at = _space_end(text, at)
             stop = (_pieces(literal)[0] or [" "])[0][0]
             start = at
             limit = min(len(text), at + 256)
+            if kind == "word":
+                while at < limit and text[at] != stop and (
+                    text[at].isalnum() or text[at] in "_-.:"
+                ):
+                    at += 1
             while at < limit and text[at] != stop and not text[at].isspace():
+                if kind == "word":
+                    return False  # what ends the word is not the key's end
                 at += 1
             if at == len(text) and not final:
                 return None  # the name may go on
@@ -627,7 +638,7 @@ def _space_end(text, at):
 def _left_out(text, at):
     """Whether the separator before the unit at ``at`` may have been left out: it is
     more than whitespace, and whitespace stands in its place (``a=1 b=2``); the unit
-    must then follow."""
+    must then follow, its key a word."""
     return bool(ARG_SEPARATOR.strip()) and text[at : at + 1].isspace()
 
 

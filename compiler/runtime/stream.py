@@ -107,6 +107,7 @@ from .text import (
     _strip_stop,
     _trim_end,
     _undecided,
+    _word_end,
 )
 from .values import (
     _ENCODE_STRING,
@@ -1479,18 +1480,16 @@ class StreamParser:
             mark = len(self._raw)
             if stop.strip() and (yield from self._peek(stop)):
                 break
-            if (
-                count
-                and ARG_SEPARATOR
-                and not (yield from self._literal(ARG_SEPARATOR))
-                and not _left_out((yield from self._next_char()), 0)
-            ):
-                break
+            left = False  # the separator left out
+            if count and ARG_SEPARATOR and not (yield from self._literal(ARG_SEPARATOR)):
+                left = _left_out((yield from self._next_char()), 0)
+                if not left:
+                    break
             if not (yield from self._literal(ARG_KEY_PREFIX)):
                 self._rewind(mark)
                 break
             key = yield from self._key()
-            if key is None:
+            if key is None or (left and _word_end(key, 0) != len(key)):
                 self._rewind(mark)
                 break
             written = key
