@@ -331,3 +331,30 @@ def test_whitespace_between_invented_markers(invented, between):
 def test_text_between_the_markers_is_no_call(invented):
     text = MUSE.replace("</key><val>", "</key> x <val>")
     expect(read(invented["muse_keyval"], text), content=text)
+
+
+def test_a_key_after_a_left_out_separator_is_a_word(invented):
+    # Whitespace then a marker is no unit: the separator was not left out there.
+    text = _pylist("f(a='x' <b>=2)")
+    expect(read(invented["pylist_raw_calls"], text), content=text)
+
+
+def test_transformers_reads_gemmas_own_nested_none_as_text():
+    """What the response_template export cannot say (its review note on
+    tools.arguments.syntax): transformers' json reader takes no word for null but
+    JSON's (``string_delims`` restores strings only, ``unquoted_keys`` quotes keys
+    only), so a nested value holding the template's own None stays text, where
+    parse reads an object. A nested null written as JSON, which parse now reads
+    too, both read alike."""
+    chat_parsing = pytest.importorskip("transformers.utils.chat_parsing")
+    path = os.path.join(rt.ROOT, "generated", f"{GEMMA}.response_template.json")
+    with open(path, encoding="utf-8") as handle:
+        template = json.load(handle)
+    module = rt.module(GEMMA)
+    assert "null (written None)" in json.dumps(module.SPEC["review"])
+    for written, theirs in (("None", "{depth:2,follow:None}"), ("null", {"depth": 2, "follow": None})):
+        text = "<|tool_call>call:f{o:{depth:2,follow:" + written + "}}<tool_call|>"
+        ours = calls(module.parse(text, enable_thinking=False))
+        assert ours == [("f", {"o": {"depth": 2, "follow": None}})]
+        parsed = chat_parsing.parse_response(text, template, prefix="")
+        assert parsed["tool_calls"][0]["function"]["arguments"] == {"o": theirs}
