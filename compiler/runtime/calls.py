@@ -582,13 +582,11 @@ _FOLLOWERS: dict = {}
 def _steps_at(text, at, steps, final):
     """Whether ``steps`` match from ``at``: True, False, or None where the text ends
     first (not ``final``). A step is a literal (its markers, whitespace before each,
-    as much as ``_SPACE_REACH``), a name (at most 256 characters with no whitespace,
-    up to the literal that ends it; a word: letters, digits and ``_-.:``), some
-    whitespace, or the end of the output (whitespace aside)."""
+    as much as ``_SPACE_REACH``), a name or a word up to the literal that ends it
+    (``_name_step``), some whitespace, or the end of the output (whitespace aside)."""
     for kind, literal in steps:
         if kind == "end":
-            at = _space_end(text, at)
-            if at < len(text):
+            if _space_end(text, at) < len(text):
                 return False
             return True if final else None
         if kind == "space":
@@ -597,34 +595,48 @@ def _steps_at(text, at, steps, final):
             if not text[at].isspace():
                 return False
             continue
-        if kind in ("name", "word"):
-            at = _space_end(text, at)
-            stop = (_pieces(literal)[0] or [" "])[0][0]
-            start = at
-            limit = min(len(text), at + 256)
-            if kind == "word":
-                while at < limit and text[at] != stop and (
-                    text[at].isalnum() or text[at] in "_-.:"
-                ):
-                    at += 1
-            while at < limit and text[at] != stop and not text[at].isspace():
-                if kind == "word":
-                    return False  # what ends the word is not the key's end
-                at += 1
-            if at == len(text) and not final:
-                return None  # the name may go on
-            if at == start:
-                return False
-            continue
-        for piece in _pieces(literal)[0]:
-            at = _space_end(text, at)
-            if text.startswith(piece, at):
-                at += len(piece)
-                continue
-            if not final and piece.startswith(text[at : at + len(piece)]):
-                return None  # the text ends in it (or in whitespace before it)
-            return False
+        if kind == "literal":
+            found = _literal_step(text, at, literal, final)
+        else:
+            found = _name_step(text, at, literal, kind == "word", final)
+        if found is None or found is False:
+            return found
+        at = found
     return True
+
+
+def _literal_step(text, at, literal, final):
+    """The end of ``literal`` at ``at`` as ``_steps_at`` reads it; False, or None
+    where the text ends in it (not ``final``)."""
+    for piece in _pieces(literal)[0]:
+        at = _space_end(text, at)
+        if text.startswith(piece, at):
+            at += len(piece)
+        elif not final and piece.startswith(text[at : at + len(piece)]):
+            return None
+        else:
+            return False
+    return at
+
+
+def _name_step(text, at, literal, word, final):
+    """The end of a name written at ``at`` up to ``literal`` (at most 256 characters,
+    no whitespace; a ``word``: letters, digits and ``_-.:`` only); False, or None
+    where the text ends in it (not ``final``)."""
+    at = _space_end(text, at)
+    stop = (_pieces(literal)[0] or [" "])[0][0]
+    start = at
+    limit = min(len(text), at + 256)
+    if word:
+        while at < limit and text[at] != stop and (text[at].isalnum() or text[at] in "_-.:"):
+            at += 1
+    while at < limit and text[at] != stop and not text[at].isspace():
+        if word:
+            return False  # what ends the word is not the key's end
+        at += 1
+    if at == len(text) and not final:
+        return None  # the name may go on
+    return False if at == start else at
 
 
 def _space_end(text, at):

@@ -26,9 +26,9 @@ from .calls import (
     _follows_value,
     _key_at,
     _left_out,
-    _string_goes_on,
     _next_try,
     _read_call,
+    _string_goes_on,
     _trailing,
 )
 from .format import (
@@ -157,9 +157,9 @@ def _final_stop_apart(text):
 
 
 def _maybe_cut(text, closers, others):
-    """Whether ``text`` may still turn out to be one of ``closers`` cut short and
-    then the output's final end-of-turn marker (``parse`` strips that marker, and
-    reads the closer cut short as closing: ``_cut_short``), or whitespace."""
+    """Whether ``text`` may still turn out to be one of ``closers`` cut short
+    (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
+    and the output's final end-of-turn marker (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
     for stop in STOP:
@@ -1819,8 +1819,9 @@ class StreamParser:
                 yield
             text = "".join(pieces)
             if QUOTED_STRINGS and text.startswith(ARG_STRING_OPEN):
+                # a quoted string: its escapes were skipped to find its end, and a
+                # quote that no value's end follows is its own (_quoted_end)
                 text = yield from self._quoted_to_end(text, stop)
-                # a quoted string: its escapes were skipped to find its end
                 try:
                     value = _load(text, LITERAL)
                 except ValueError:
