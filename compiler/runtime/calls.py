@@ -555,11 +555,16 @@ def _followers(stop):
     separator and the next unit's key; the closer ``stop`` and then the section's
     closer, the next call's opening or the end of the output (the closer alone
     where the calls have no section: anything may follow it)."""
-    unit = [("literal", ARG_KEY_PREFIX), ("name", ARG_KEY_END), ("literal", ARG_KEY_END)]
+    unit = [
+        ("literal", ARG_KEY_PREFIX),
+        ("name", ARG_KEY_END),
+        ("literal", ARG_KEY_END),
+    ]
     ways = [[("literal", ARG_SEPARATOR)] + unit]
     if ARG_SEPARATOR.strip():
         # the separator left out (_left_out): then the key is a word
-        ways.append([("space", ""), ("literal", ARG_KEY_PREFIX), ("word", ARG_KEY_END)] + unit[2:])
+        word = [("space", ""), ("literal", ARG_KEY_PREFIX), ("word", ARG_KEY_END)]
+        ways.append(word + unit[2:])
     if SECTION_END:
         nexts = [[("literal", SECTION_END)], [("end", "")]]
         for start in CALL_STARTS or (CALL_START,):
@@ -628,7 +633,7 @@ def _name_step(text, at, literal, word, final):
     start = at
     limit = min(len(text), at + 256)
     if word:
-        while at < limit and text[at] != stop and (text[at].isalnum() or text[at] in "_-.:"):
+        while at < limit and text[at] != stop and _in_word(text[at]):
             at += 1
     while at < limit and text[at] != stop and not text[at].isspace():
         if word:
@@ -637,6 +642,11 @@ def _name_step(text, at, literal, word, final):
     if at == len(text) and not final:
         return None  # the name may go on
     return False if at == start else at
+
+
+def _in_word(char):
+    """Whether ``char`` may be part of a word (as ``_word_end`` reads one)."""
+    return char.isalnum() or char in "_-.:"
 
 
 def _space_end(text, at):

@@ -625,7 +625,8 @@ class StreamParser:
         closer follows are its text). Each piece is looked at once: what cannot
         hold the closer waits in ``_maybe_reasoning``."""
         held = self._maybe_reasoning
-        margin = len(REASONING_END) - 1
+        # (what may still be the closer, or the end-of-turn marker feed keeps apart)
+        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
         while not self._eof and REASONING_END not in self._pending:
             cut = max(0, len(self._pending) - margin)
             held.append(self._pending[:cut])
@@ -1481,7 +1482,11 @@ class StreamParser:
             if stop.strip() and (yield from self._peek(stop)):
                 break
             left = False  # the separator left out
-            if count and ARG_SEPARATOR and not (yield from self._literal(ARG_SEPARATOR)):
+            if (
+                count
+                and ARG_SEPARATOR
+                and not (yield from self._literal(ARG_SEPARATOR))
+            ):
                 left = _left_out((yield from self._next_char()), 0)
                 if not left:
                     break

@@ -455,8 +455,10 @@ def _cut_short(text, at, literal, others=()):
     if not rest or _decided(rest, literal):
         return False
     for other in others:
-        if not other.strip() or not _decided(rest, other) or _match(rest, 0, other) >= 0:
-            return False  # it may be (or become) that instead
+        if not other.strip() or not _decided(rest, other):
+            return False  # it may become that instead
+        if _match(rest, 0, other) >= 0:
+            return False  # it is that
     return True
 
 

@@ -302,7 +302,14 @@ def _own_typed(text, kind):
 # How JSON and Python write null, true and false: a model may write them where the
 # template writes words of its own (Gemma 4: None, inside an object too); no string
 # is written bare in such a syntax, so they mean nothing else.
-_WORDS = {"null": None, "true": True, "false": False, "None": None, "True": True, "False": False}
+_WORDS = {
+    "null": None,
+    "true": True,
+    "false": False,
+    "None": None,
+    "True": True,
+    "False": False,
+}
 
 
 def _own_item(text, at):
