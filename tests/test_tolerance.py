@@ -358,3 +358,11 @@ def test_transformers_reads_gemmas_own_nested_none_as_text():
         assert ours == [("f", {"o": {"depth": 2, "follow": None}})]
         parsed = chat_parsing.parse_response(text, template, prefix="")
         assert parsed["tool_calls"][0]["function"]["arguments"] == {"o": theirs}
+
+
+@pytest.mark.parametrize("ending", ["<|im_end|>", "<|im_end|>\n", "\n<|im_end|>"])
+def test_a_held_call_in_reasoning_then_the_end_of_turn(ending):
+    """The stream holds the text of a call inside open reasoning; the end-of-turn
+    marker after it must stay apart as ``parse`` strips it (it was read as a name)."""
+    text = "Look: <tool_call>\n<function=" + ending  # the prompt opened <think>
+    expect(read("qwen3_5_4b", text), reasoning="Look: <tool_call>\n<function=")
