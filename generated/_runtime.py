@@ -529,16 +529,35 @@ def _read_name_to(text, at, literal):
     far as a name _good_name takes can reach (one word of at most 256 characters,
     whitespace around it), so that a trigger with no call after it is not read on
     to the end of the text."""
+    # A literal of several markers is looked for by its first, and the rest must
+    # follow it as _match reads it (other whitespace between the markers).
+    head = _NAME_HEADS.get(literal) or _name_head(literal)
     # Most often the literal is near: looked for in a window that far first (the
     # first found there is the first anywhere), the reach worked out only if not.
-    found = _read_to(text, at, literal, at + _NAME_WINDOW)
+    found = _read_to(text, at, head, at + _NAME_WINDOW)
     if found is None and at + _NAME_WINDOW < len(text):
-        core = (_SPLIT.get(literal) or _split(literal))[1]
+        core = (_SPLIT.get(head) or _split(head))[1]
         reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
-        found = _read_to(text, at, literal, reach + len(core))
-    return found
+        found = _read_to(text, at, head, reach + len(core))
+    if found is None or len(head) == len(literal):
+        return found
+    end = _match(text, found[0], literal)
+    return (found[0], end) if end >= 0 else None
 
 
+def _name_head(literal):
+    """What a name's closing ``literal`` is looked for by: the literal itself, or,
+    where it is several markers, its leading whitespace and first piece."""
+    pieces = _pieces(literal)[0]
+    head = literal
+    if len(pieces) > 1:
+        head = literal[: len(literal) - len(literal.lstrip())] + pieces[0]
+    if len(_NAME_HEADS) < 256:  # literals are the format's
+        _NAME_HEADS[literal] = head
+    return head
+
+
+_NAME_HEADS: dict = {}
 _NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 _NAME_WINDOW = 512
 
@@ -706,14 +725,41 @@ def _name_end(text, at, after, options):
 def _close_any(text, at, literals):
     """The end of whichever of ``literals`` is written at ``at`` (the first that
     is), the end of the text where only whitespace is left (the server cut the
-    stop marker), or -1."""
+    stop marker) or where it ends inside one of them, or -1."""
     if at < 0:
         return -1
     for literal in literals:
         end = _match(text, at, literal)
         if end >= 0:
             return end
-    return len(text) if _skip_space(text, at) == len(text) else -1
+    if _skip_space(text, at) == len(text):
+        return len(text)
+    return len(text) if any(_cut_short(text, at, each) for each in literals) else -1
+
+
+def _cut_short(text, at, literal, others=()):
+    """Whether the text ends inside a closing ``literal`` written at ``at``: what is
+    left is, whitespace aside, a proper beginning of it as ``_match`` reads it (the
+    model or the server stopped in the closer), and of none of ``others``, what else
+    may be written there (a beginning they share has two readings). A closer cut
+    anywhere then closes what it closes, as one missing at the end does. Only a
+    short rest is looked at (a call read costs no more than its closer)."""
+    start = _skip_space(text, at)
+    if len(text) - start > 2 * len(literal) + _CUT_SPACE:
+        return False
+    rest = text[start:].rstrip()
+    if not rest or _decided(rest, literal):
+        return False
+    for other in others:
+        if not other.strip() or not _decided(rest, other):
+            return False  # it may become that instead
+        if _match(rest, 0, other) >= 0:
+            return False  # it is that
+    return True
+
+
+# How much whitespace a closer cut short may hold beyond twice its own length.
+_CUT_SPACE = 64
 
 
 def _opened_by_prompt(tools, enable_thinking):
@@ -1029,6 +1075,9 @@ def _own_typed(text, kind):
         if kind != "string" and text in OWN_WORDS:
             value = OWN_WORDS[text]
             return value if _stands(value, kind) else text
+        if kind != "string" and text in _WORDS:
+            value = _WORDS[text]
+            return value if _stands(value, kind) else text
         return _typed(text, kind, LITERAL)
     if kind == "string" and not text.startswith(ARG_STRING_OPEN):
         return text
@@ -1044,6 +1093,19 @@ def _own_typed(text, kind):
     if isinstance(value, str) or _stands(value, kind):
         return value
     return text
+
+
+# How JSON and Python write null, true and false: a model may write them where the
+# template writes words of its own (Gemma 4: None, inside an object too); no string
+# is written bare in such a syntax, so they mean nothing else.
+_WORDS = {
+    "null": None,
+    "true": True,
+    "false": False,
+    "None": None,
+    "True": True,
+    "False": False,
+}
 
 
 def _own_item(text, at, unread):
@@ -1105,6 +1167,8 @@ def _own_item(text, at, unread):
     word = found.group() if found else ""
     if word in OWN_WORDS:
         return OWN_WORDS[word], found.end()  # type: ignore[union-attr]
+    if word in _WORDS:
+        return _WORDS[word], found.end()  # type: ignore[union-attr]
     if not _OWN_NUMBER.match(word):
         raise ValueError("no value")
     try:
@@ -1722,15 +1786,30 @@ def _call(name, arguments, call_id):
     }
 
 
-def _close(text, at, literal):
+def _close(text, at, literal, others=()):
     """The end of a call's closing ``literal``; a text that ends instead (the
-    server cut the stop marker) closes it too."""
+    server cut the stop marker), or ends inside the literal (and not inside one of
+    ``others``, what else may follow there: ``_cut_short``), closes it too."""
     if at < 0:
         return -1
     end = _match(text, at, literal)
     if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
+    if end < 0 and _cut_short(text, at, literal, others):
+        return len(text)
     return end
+
+
+def _after_units(count):
+    """What may follow ``count`` key/value units besides the arguments' closer: the
+    next unit's opening."""
+    return (ARG_SEPARATOR + ARG_KEY_PREFIX,) if count else (ARG_KEY_PREFIX,)
+
+
+def _after_calls():
+    """What may follow a call besides the section's closer: the next call's opening
+    (the separator, then the call's start, or another opener real outputs write)."""
+    return tuple(CALL_SEPARATOR + start for start in CALL_STARTS or (CALL_START,))
 
 
 def _read_calls(text, at, types):
@@ -1760,7 +1839,7 @@ def _read_calls(text, at, types):
     if not calls:
         return None
     if SECTION_END:
-        end = _close(text, at, SECTION_END)
+        end = _close(text, at, SECTION_END, _after_calls())
         if end < 0:
             # Not closed: the calls read stand, and what follows is text after them.
             return calls, at
@@ -1937,7 +2016,7 @@ def _read_tagged_call(text, at, types):
                     return None
                 values, at = read
                 arguments = _json_object(values)
-                at = _close(text, at, after)
+                at = _close(text, at, after, _after_units(len(values)))
             if at < 0:
                 return None
         elif hole == "index":
@@ -2002,9 +2081,13 @@ def _read_arguments(text, at, types, stop):
         unit = at
         if stops and stops(text, at):
             return values, unit
+        left = False  # the separator left out
         if ARG_SEPARATOR:  # (an empty one matches where it is)
             if values:
                 at = _match(text, at, ARG_SEPARATOR)
+                left = at < 0 and _left_out(text, unit)
+                if left:
+                    at = unit
                 if at < 0:
                     return values, unit
         at = _match(text, at, ARG_KEY_PREFIX)
@@ -2012,7 +2095,7 @@ def _read_arguments(text, at, types, stop):
             return values, unit
         found = _read_name_to(text, at, ARG_KEY_END)
         key = text[at : found[0]].strip() if found else ""
-        if not _good_name(key):
+        if not _good_name(key) or (left and _word_end(key, 0) != len(key)):
             return values, unit
         written = key
         if KEY_ESCAPES:
@@ -2064,9 +2147,12 @@ def _read_arguments(text, at, types, stop):
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
             if QUOTED_STRINGS:
                 # a quote: the string's escapes are skipped to find its end
-                end = _value_end(text, at) - len(ARG_STRING_CLOSE)
-            else:
+                end = _quoted_end(text, at, stop) - len(ARG_STRING_CLOSE)
+            elif RAW_STRINGS:
+                # marks of the template's own, which no string holds
                 end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
+            else:
+                end = _string_end(text, at + len(ARG_STRING_OPEN), stop)
             if end < 0:
                 return None
             raw = text[at : end + len(ARG_STRING_CLOSE)]
@@ -2105,6 +2191,175 @@ def _attributed(attribute, kind):
     if not ARG_STRING_ATTRIBUTE or attribute.strip() != ARG_STRING_ATTRIBUTE:
         return kind
     return "string" if kind is None or "string" in kind else kind
+
+
+# -- where a string written as it is ends ----------------------------------------
+# A template that writes a string between quotes as it is (no escapes) writes a quote
+# inside it as it is too: the string ends at the first closing quote that what the
+# template writes after a value follows (the next unit's key, or the arguments'
+# closer and then the next call, the section's closer or the end of the output);
+# where none does, at the first. The look past a quote is bounded (names, and
+# whitespace at one place), so the stream decides each quote after a few characters.
+
+_SPACE_REACH = 64  # whitespace read at one place
+
+
+def _string_end(text, at, stop):
+    """Where a string written as it is, its text from ``at``, ends: the closing quote
+    a value's end follows (``_follows_value``), else the first; -1 where none."""
+    first = close = text.find(ARG_STRING_CLOSE, at)
+    while close >= 0:
+        if _follows_value(text, close + len(ARG_STRING_CLOSE), stop, True):
+            return close
+        close = text.find(ARG_STRING_CLOSE, close + 1)
+    return first
+
+
+def _quoted_end(text, at, stop):
+    """The end of a string written at ``at`` between quotes, its escapes skipped: the
+    first closing quote a value's end follows (a model may leave a quote inside it
+    unescaped), else the first; -1 where it is not closed."""
+    first = end = _value_end(text, at)
+    while end >= 0:
+        if _follows_value(text, end, stop, True):
+            return end
+        end = _string_goes_on(text[at]).scan(text, end)
+    return first
+
+
+def _string_goes_on(quote):
+    """A scanner that reads on inside a string ``quote`` opened (to its next
+    closing quote, escapes skipped)."""
+    scan = _ValueEnd()
+    scan.quote, scan.read = quote, 1
+    return scan
+
+
+def _follows_value(text, at, stop, final):
+    """Whether what is written from ``at`` is what the template writes after a value
+    of the arguments that ``stop`` closes: True, False, or None where the text ends
+    before that is known (``final``: it has ended)."""
+    unsure = False
+    for steps in _FOLLOWERS.get(stop) or _followers(stop):
+        found = _steps_at(text, at, steps, final)
+        if found:
+            return True
+        unsure = unsure or found is None
+    return None if unsure else False
+
+
+def _followers(stop):
+    """The ways text goes on after a value, each a list of steps (``_steps_at``): the
+    separator and the next unit's key; the closer ``stop`` and then the section's
+    closer, the next call's opening or the end of the output (the closer alone
+    where the calls have no section: anything may follow it)."""
+    unit = [
+        ("literal", ARG_KEY_PREFIX),
+        ("name", ARG_KEY_END),
+        ("literal", ARG_KEY_END),
+    ]
+    ways = [[("literal", ARG_SEPARATOR)] + unit]
+    if ARG_SEPARATOR.strip():
+        # the separator left out (_left_out): then the key is a word
+        word = [("space", ""), ("literal", ARG_KEY_PREFIX), ("word", ARG_KEY_END)]
+        ways.append(word + unit[2:])
+    if SECTION_END:
+        nexts = [[("literal", SECTION_END)], [("end", "")]]
+        for start in CALL_STARTS or (CALL_START,):
+            opening = [("literal", CALL_SEPARATOR + start)]
+            hole, after, _ = CALL_PARTS[0]
+            if hole == "name" and after.strip():
+                opening += [("name", after), ("literal", after)]
+            nexts.append(opening)
+        ways += [[("literal", stop)] + rest for rest in nexts]
+    else:
+        ways.append([("literal", stop)])
+    if len(_FOLLOWERS) < 64:
+        _FOLLOWERS[stop] = ways
+    return ways
+
+
+_FOLLOWERS: dict = {}
+
+
+def _steps_at(text, at, steps, final):
+    """Whether ``steps`` match from ``at``: True, False, or None where the text ends
+    first (not ``final``). A step is a literal (its markers, whitespace before each,
+    as much as ``_SPACE_REACH``), a name or a word up to the literal that ends it
+    (``_name_step``), some whitespace, or the end of the output (whitespace aside)."""
+    for kind, literal in steps:
+        if kind == "end":
+            if _space_end(text, at) < len(text):
+                return False
+            return True if final else None
+        if kind == "space":
+            if at == len(text):
+                return False if final else None
+            if not text[at].isspace():
+                return False
+            continue
+        if kind == "literal":
+            found = _literal_step(text, at, literal, final)
+        else:
+            found = _name_step(text, at, literal, kind == "word", final)
+        if found is None or found is False:
+            return found
+        at = found
+    return True
+
+
+def _literal_step(text, at, literal, final):
+    """The end of ``literal`` at ``at`` as ``_steps_at`` reads it; False, or None
+    where the text ends in it (not ``final``)."""
+    for piece in _pieces(literal)[0]:
+        at = _space_end(text, at)
+        if text.startswith(piece, at):
+            at += len(piece)
+        elif not final and piece.startswith(text[at : at + len(piece)]):
+            return None
+        else:
+            return False
+    return at
+
+
+def _name_step(text, at, literal, word, final):
+    """The end of a name written at ``at`` up to ``literal`` (at most 256 characters,
+    no whitespace; a ``word``: letters, digits and ``_-.:`` only); False, or None
+    where the text ends in it (not ``final``)."""
+    at = _space_end(text, at)
+    stop = (_pieces(literal)[0] or [" "])[0][0]
+    start = at
+    limit = min(len(text), at + 256)
+    if word:
+        while at < limit and text[at] != stop and _in_word(text[at]):
+            at += 1
+    while at < limit and text[at] != stop and not text[at].isspace():
+        if word:
+            return False  # what ends the word is not the key's end
+        at += 1
+    if at == len(text) and not final:
+        return None  # the name may go on
+    return False if at == start else at
+
+
+def _in_word(char):
+    """Whether ``char`` may be part of a word (as ``_word_end`` reads one)."""
+    return char.isalnum() or char in "_-.:"
+
+
+def _space_end(text, at):
+    """Where the whitespace from ``at`` ends, read as far as ``_SPACE_REACH``."""
+    limit = min(len(text), at + _SPACE_REACH)
+    while at < limit and text[at].isspace():
+        at += 1
+    return at
+
+
+def _left_out(text, at):
+    """Whether the separator before the unit at ``at`` may have been left out: it is
+    more than whitespace, and whitespace stands in its place (``a=1 b=2``); the unit
+    must then follow, its key a word."""
+    return bool(ARG_SEPARATOR.strip()) and text[at : at + 1].isspace()
 
 
 def _read_elements(text, at, suffix, kind):
@@ -2358,8 +2613,9 @@ def _calls_after(text, gap, types, strict, past_broken=None):
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
     opened the block (``_opened_by_prompt``). A block left open at the end of
-    the text is reasoning; an empty one is none. Calls that start before the
-    block's closer end it (the model left it open)."""
+    the text is reasoning; an empty one is none. Calls in a block that its closer
+    follows are its text (the model wrote about them); where no closer follows,
+    the first well-formed calls end it (the model left it open)."""
     if REASONING_START:
         stripped = text.lstrip()
         opener = _opener(stripped)
@@ -2380,10 +2636,8 @@ def _split_reasoning(text, opened, strict=False, types=None):
     else:
         return None, text  # no delimiter ends it: an answer, as the history writes them
     end = body.find(REASONING_END)
-    if HAS_CALLS and not BARE_CALLS:
-        start = _calls_start(
-            body, end if end >= 0 else len(body), types or {}, _past_broken
-        )
+    if HAS_CALLS and not BARE_CALLS and end < 0:
+        start = _calls_start(body, len(body), types or {}, _past_broken)
         if start >= 0:
             if strict:
                 raise ValueError("tool calls before the reasoning's closer")
@@ -2504,6 +2758,24 @@ def _final_stop_apart(text):
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _maybe_cut(text, closers, others):
+    """Whether ``text`` may still turn out to be one of ``closers`` cut short
+    (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
+    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    if any(_cut_short(text, 0, each, others) for each in closers):
+        return True
+    for stop in STOP:
+        if not stop:
+            continue
+        kept = text.rstrip()
+        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
+        if at < len(text) and any(
+            _cut_short(text[:at], 0, each, others) for each in closers
+        ):
+            return True
+    return False
 
 
 def _search_from(search, pending):
@@ -2926,16 +3198,18 @@ class StreamParser:
             pending = self._pending
             end = pending.find(REASONING_END)
             at = -1
-            if HAS_CALLS and not BARE_CALLS:
+            if HAS_CALLS and not BARE_CALLS and end < 0:
                 if TRIGGER_ALSO:
-                    at = _seek(pending, search, end if end >= 0 else len(pending))
+                    at = _seek(pending, search)
                 else:
-                    at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
+                    at = pending.find(_SEEK, search)
             if at >= 0:
-                # Calls before the closer end the block if they are well-formed.
                 start = len(pending[:at].rstrip())
                 self._send("reasoning_content", pending[:start])
                 self._pending = pending[start:]
+                if (yield from self._closer_follows()):
+                    continue  # the calls are text of the block: it goes on to there
+                # No closer follows: calls end the block if they are well-formed.
                 self._opener = 0
                 search = yield from self._try_calls(at - start)
                 if search < 0:
@@ -2959,6 +3233,23 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_follows(self):
+        """Whether the reasoning's closer comes before the output ends, the text from
+        here on held back until it is known (``parse``: calls in a block that its
+        closer follows are its text). Each piece is looked at once: what cannot
+        hold the closer waits in ``_maybe_reasoning``."""
+        held = self._maybe_reasoning
+        # (what may still be the closer, or the end-of-turn marker feed keeps apart)
+        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            held.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = "".join(held) + self._pending
+        held.clear()
+        return REASONING_END in self._pending
 
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
@@ -3326,25 +3617,34 @@ class StreamParser:
                 return True
         return False
 
-    def _closer(self, literal, also=()):
+    def _closer(self, literal, also=(), others=()):
         """Read a closing ``literal`` (or one of ``also``, other spellings real
         outputs use, the first written, as ``_close_any`` reads them); the end of
-        the output closes too."""
-        if also:
-            for each in (literal,) + also:
+        the output closes too, and so does its end inside the closer (``others``:
+        what else may follow, as ``_close`` takes them)."""
+        closers = (literal,) + also
+        while True:
+            for each in closers:
                 yield from self._decide(each)
-            for each in (literal,) + also:
+            for each in closers:
                 end = _match(self._pending, 0, each)
                 if end >= 0:
                     self._consume(end)
                     return
-        elif (yield from self._literal(literal)):
-            return
-        while not self._eof and _maybe_stop(self._pending):
-            if self._pending.isspace():
-                self._consume(len(self._pending))  # read now, not re-read
+            if self._eof:
+                break
+            # What may yet be the closer cut short, or just the final end-of-turn
+            # marker, waits: that marker, once whole, is kept apart (feed), and what
+            # is left may be the closer's beginning again.
+            pending = self._pending
+            if not (_maybe_stop(pending) or _maybe_cut(pending, closers, others)):
+                raise _Broken
+            if pending.isspace():
+                self._consume(len(pending))  # read now, not re-read
             yield
-        if not (self._eof and not self._pending.strip()):
+        if self._pending.strip() and not any(
+            _cut_short(self._pending, 0, each, others) for each in closers
+        ):
             raise _Broken
         self._consume(len(self._pending))
 
@@ -3419,14 +3719,15 @@ class StreamParser:
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
         yield from self._skip_space()
-        end = yield from self._upto(literal.strip(), name=True)
+        end = yield from self._upto(_name_head(literal).strip(), name=True)
         if end < 0:
             raise _Broken
         name = self._pending[:end].strip()
         if not _good_name(name):
             raise _Broken
         self._consume(end)
-        yield from self._literal(literal)
+        if not (yield from self._literal(literal)):
+            raise _Broken  # its first marker, not the rest (_read_name_to)
         return name
 
     def _open_call(self, index, name, call_id):
@@ -3526,7 +3827,7 @@ class StreamParser:
         if SECTION_END:
             mark = len(self._raw)
             try:
-                yield from self._closer(SECTION_END)
+                yield from self._closer(SECTION_END, others=_after_calls())
             except _Broken:
                 # Not closed: the calls read stand, what follows is text after them.
                 self._rewind(mark)
@@ -3716,14 +4017,16 @@ class StreamParser:
                 skip = False  # a hole the model left out, with the literal before it
             elif hole == "arguments":
                 self._open_call(index, name, call_id)
+                others: tuple = ()
                 if JSON_ARGUMENTS:
                     yield from self._json_arguments(index)
                 else:
-                    yield from self._tagged_arguments(index, name, after)
+                    count = yield from self._tagged_arguments(index, name, after)
+                    others = _after_units(count)
                 if options:
-                    yield from self._closer(after, tuple(t for t, _ in options))
+                    yield from self._closer(after, tuple(t for t, _ in options), others)
                 else:
-                    yield from self._closer(after)
+                    yield from self._closer(after, others=others)
             elif hole == "index":
                 yield from self._index(after)
             else:
@@ -3807,17 +4110,20 @@ class StreamParser:
             mark = len(self._raw)
             if stop.strip() and (yield from self._peek(stop)):
                 break
+            left = False  # the separator left out
             if (
                 count
                 and ARG_SEPARATOR
                 and not (yield from self._literal(ARG_SEPARATOR))
             ):
-                break
+                left = _left_out((yield from self._next_char()), 0)
+                if not left:
+                    break
             if not (yield from self._literal(ARG_KEY_PREFIX)):
                 self._rewind(mark)
                 break
             key = yield from self._key()
-            if key is None:
+            if key is None or (left and _word_end(key, 0) != len(key)):
                 self._rewind(mark)
                 break
             written = key
@@ -3845,7 +4151,7 @@ class StreamParser:
                     count += 1
                     continue
             if not SUFFIXED_VALUES:
-                yield from self._literal_value(index, kind)
+                yield from self._literal_value(index, kind, stop)
             elif VALUE_SUFFIX_NAMES_KEY:
                 suffix = ARG_VALUE_SUFFIX.replace(
                     "{key}", written
@@ -3857,16 +4163,18 @@ class StreamParser:
                 )
             count += 1
         self._complete(index, "}" if count else "{}")
+        return count
 
     def _key(self):
         """An argument's name, written up to its closing text; None if it is not
         one."""
-        end = yield from self._upto(ARG_KEY_END.strip(), name=True)
+        end = yield from self._upto(_name_head(ARG_KEY_END).strip(), name=True)
         key = self._pending[:end].strip() if end >= 0 else ""
         if not _good_name(key):
             return None
         self._consume(end)
-        yield from self._literal(ARG_KEY_END)
+        if not (yield from self._literal(ARG_KEY_END)):
+            return None  # its first marker, not the rest (_read_name_to)
         return key
 
     def _suffixed_value(self, index, suffix, kind, mark=""):
@@ -4035,9 +4343,66 @@ class StreamParser:
             value = _typed("".join(pieces), kind, LITERAL)
             self._arguments_text(index, json.dumps(value, ensure_ascii=False))
 
-    def _literal_value(self, index, kind):
+    def _string_to_end(self, stop):
+        """A string written as it is, read to its closing quote as ``_string_end``
+        finds it (each quote waits until what follows it decides): its text."""
+        pieces = []
+        first = None  # where the first closing quote was read to, and the text there
+        while True:
+            piece = yield from self._until(ARG_STRING_CLOSE)
+            if piece is None:
+                break
+            pieces.append(piece)
+            if first is None:
+                first = len(self._raw), "".join(pieces)
+            size = len(ARG_STRING_CLOSE)
+            while True:
+                follows = _follows_value(self._pending, size, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            self._consume(size)
+            if follows:
+                return "".join(pieces)
+            pieces.append(ARG_STRING_CLOSE)  # a quote inside the string
+        if first is None:
+            raise _Broken
+        mark, text = first
+        self._rewind(mark)  # no value's end follows any: the first quote ends it
+        self._consume(len(ARG_STRING_CLOSE))
+        return text
+
+    def _quoted_to_end(self, text, stop):
+        """A string between quotes whose first closing quote ends ``text``, read on
+        to the closing quote that ``_quoted_end`` takes (each waits until what
+        follows it decides): its whole text."""
+        mark = len(self._raw)
+        read = [text]
+        while True:
+            while True:
+                follows = _follows_value(self._pending, 0, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            if follows:
+                return "".join(read)
+            scan = _string_goes_on(text[0])
+            while True:
+                end = scan.scan(self._pending, 0, self._eof)
+                if end is not None and end < 0:
+                    self._rewind(mark)  # no later quote: the first ends it
+                    return text
+                piece = self._pending if end is None else self._pending[:end]
+                read.append(piece)
+                self._consume(len(piece))
+                if end is not None:
+                    break
+                yield
+
+    def _literal_value(self, index, kind, stop):
         """A value with nothing after it to mark its end: a quoted string, or a
-        literal read to its end. Sent once it is whole."""
+        literal read to its end (in arguments that ``stop`` closes). Sent once it
+        is whole."""
         if ARG_STRING_OPEN:
             while not self._eof and _undecided(self._pending, (ARG_STRING_OPEN,)):
                 yield
@@ -4050,10 +4415,7 @@ class StreamParser:
             if RAW_STRINGS:
                 yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
                 return
-            inner = yield from self._until(ARG_STRING_CLOSE)
-            if inner is None:
-                raise _Broken
-            self._consume(len(ARG_STRING_CLOSE))
+            inner = yield from self._string_to_end(stop)
             raw = ARG_STRING_OPEN + inner + ARG_STRING_CLOSE
             try:
                 value = _load(raw, LITERAL)
@@ -4093,7 +4455,9 @@ class StreamParser:
                 yield
             text = "".join(pieces)
             if QUOTED_STRINGS and text.startswith(ARG_STRING_OPEN):
-                # a quoted string: its escapes were skipped to find its end
+                # a quoted string: its escapes were skipped to find its end, and a
+                # quote that no value's end follows is its own (_quoted_end)
+                text = yield from self._quoted_to_end(text, stop)
                 try:
                     value = _load(text, LITERAL)
                 except ValueError:

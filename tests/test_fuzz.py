@@ -83,11 +83,18 @@ def _outside_markers(text: str, spec: dict, markers: list[str]) -> str:
             before, after = (re.escape(piece.strip()) for piece in closer.split("{key}", 1))
             text = re.sub(before + r"[^\W\d]\w*" + after, " ", text)
     # The reader matches a marker's whitespace loosely: remove its pieces, the
-    # longest first (a short one may be part of a longer one).
+    # longest first (a short one may be part of a longer one). It takes any
+    # whitespace after a preserved token inside a literal too ('</arg_key>\n<arg_value>'
+    # for '</arg_key><arg_value>'): those tokens are pieces of their own.
     pieces = {piece for marker in markers for piece in marker.split()}
+    pieces |= {token for token in spec["grammar"]["preserved_tokens"] if token.strip()}
     for piece in sorted(pieces, key=len, reverse=True):
         text = text.replace(piece, " ")
-    return text
+    # A closer cut short at the end of the text is read as that closer (issue 26):
+    # a beginning of a marker's piece that ends the text is markup.
+    kept = text.rstrip()
+    cut = max((n for p in pieces for n in range(1, len(p)) if kept.endswith(p[:n])), default=0)
+    return kept[: len(kept) - cut] if cut else text
 
 
 def _built(rng: random.Random, markers: list[str], texts: list[str]) -> str:

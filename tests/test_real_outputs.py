@@ -46,8 +46,9 @@ def test_stream_equals_parse_where_strict_accepts(case):
 
 
 # Floors, (passed, in-format passed) per (vLLM parser, slug), as measured on
-# 2026-11-23 by `python -m tests.real_outputs`. Issue 13's targets: >= 95% of the
-# in-format cases, >= 80% of all cases.
+# 2026-11-26 by `python -m tests.real_outputs` (issue 26's runtime tolerances, and
+# Seed-OSS's tool-parser cases added). Issue 13's targets: >= 95% of the in-format
+# cases, >= 80% of all cases.
 FLOORS: dict[tuple[str, str], tuple[int, int]] = {
     ('apertus', 'apertus_8b_instruct'): (21, 14),
     ('cohere_command', 'cohere2moe'): (39, 0),
@@ -67,10 +68,10 @@ FLOORS: dict[tuple[str, str], tuple[int, int]] = {
     ('gemma4_reasoning', 'google_gemma_4_31b_it_interleaved'): (21, 4),
     ('gigachat3', 'gigachat3_10b_a1_8b'): (24, 11),
     ('gigachat3', 'gigachat3_1_10b_a1_8b'): (24, 11),
-    ('glm45', 'glm_4_6'): (2, 1),
+    ('glm45', 'glm_4_6'): (5, 1),
     ('glm45_reasoning', 'glm_4_6'): (8, 8),
     ('glm45_reasoning', 'glm_4_7_flash'): (12, 4),
-    ('glm47', 'glm_4_7_flash'): (11, 8),
+    ('glm47', 'glm_4_7_flash'): (12, 8),
     ('gptoss', 'openai_gpt_oss_120b'): (29, 12),
     ('granite4', 'ibm_granite_granite_4_0'): (4, 0),
     ('granite4', 'ibm_granite_granite_4_1'): (4, 0),
@@ -86,8 +87,8 @@ FLOORS: dict[tuple[str, str], tuple[int, int]] = {
     ('kimi_k2', 'moonshotai_kimi_k2'): (44, 7),
     ('kimi_k2_reasoning', 'kimi_k2_thinking'): (3, 3),
     ('kimi_k3_reasoning', 'kimi_k3'): (4, 1),
-    ('lfm2', 'lfm2_5_8b_a1b'): (32, 21),
-    ('ling3', 'inclusionai_ling_3_0_flash'): (4, 1),
+    ('lfm2', 'lfm2_5_8b_a1b'): (38, 25),
+    ('ling3', 'inclusionai_ling_3_0_flash'): (5, 1),
     ('llama3_json', 'meta_llama_llama_3_1_8b_instruct'): (11, 8),
     ('llama3_json', 'meta_llama_llama_3_2_3b_instruct'): (11, 8),
     ('llama3_json', 'meta_llama_llama_3_3_70b_instruct'): (11, 8),
@@ -101,21 +102,21 @@ FLOORS: dict[tuple[str, str], tuple[int, int]] = {
     ('mistral', 'mistralai_mistral_nemo_instruct_2407'): (42, 3),
     ('mistral', 'unsloth_mistral_devstral_small_2507'): (28, 17),
     ('nemotron_v3_reasoning', 'nvidia_nemotron_3_nano_30b_a3b_bf16'): (9, 4),
-    ('poolside_v1', 'poolside_laguna_s_2_1'): (2, 2),
-    ('poolside_v1', 'poolside_laguna_xs_2'): (4, 3),
-    ('poolside_v1', 'poolside_laguna_xs_2_1'): (4, 3),
+    ('poolside_v1', 'poolside_laguna_s_2_1'): (6, 2),
+    ('poolside_v1', 'poolside_laguna_xs_2'): (6, 3),
+    ('poolside_v1', 'poolside_laguna_xs_2_1'): (6, 3),
     ('qwen3', 'qwen3_5_4b'): (84, 39),
     ('qwen3', 'qwen_qwen3_0_6b'): (36, 36),
     ('qwen3', 'qwen_qwq_32b'): (66, 36),
-    ('qwen3_coder', 'nvidia_nemotron_3_nano_30b_a3b_bf16'): (49, 28),
-    ('qwen3_coder', 'qwen3_5_4b'): (49, 28),
-    ('qwen3_coder', 'qwen3_coder'): (49, 28),
-    ('seed_oss', 'bytedance_seed_oss'): (5, 5),
+    ('qwen3_coder', 'nvidia_nemotron_3_nano_30b_a3b_bf16'): (51, 28),
+    ('qwen3_coder', 'qwen3_5_4b'): (51, 28),
+    ('qwen3_coder', 'qwen3_coder'): (51, 28),
+    ('seed_oss', 'bytedance_seed_oss'): (12, 12),
     ('smollm3', 'huggingfacetb_smollm3_3b'): (1, 1),
     ('step3p5', 'stepfun3_5_flash'): (27, 16),
     ('step3p5_reasoning', 'stepfun3_5_flash'): (25, 15),
 }
-TOTAL_FLOOR = (1522, 740)
+TOTAL_FLOOR = (1554, 751)
 
 
 def test_every_data_file_names_existing_modules():

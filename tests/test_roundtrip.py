@@ -26,9 +26,6 @@ KNOWN_FAILURES = {
     ("nvidia_nemotron_nano_v2", "content_thinking_off"),
     ("nvidia_nemotron_nano_v2", "multiline_markup"),
     ("nvidia_nemotron_nano_v2", "content_then_tool_call"),
-    # Python-call syntax with strings in single quotes that the template does not
-    # escape: a quote inside a value is ambiguous.
-    ("lfm2_5_8b_a1b", "tool_call_tricky_arguments"),
 }
 
 CASES = [(slug, kind) for slug in rt.slugs() for kind in rt.CONTENT_KINDS]

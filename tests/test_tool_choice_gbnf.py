@@ -80,9 +80,11 @@ def _output(slug: str, kind: rt.Kind) -> str | None:
         calls = rt.cut_tool_text(tail[start:], kind, rt.end_of_turn_markers(spec, template))
         # (or up to a marker after the calls: the template may go on with a turn of its own)
         after = rt._end_of_last_needle(calls, kind)
+        # (the longest first: a cut inside a closer reads back too, issue 26, and
+        # the grammar keeps to the template's own form)
         bodies = [calls] + [
             calls[: after + cut.start()] for cut in re.finditer(r"\s*<", calls[after:])
-        ]
+        ][::-1]
     reasoning = format_of(slug).reasoning
     ends = [reasoning.end] if reasoning.has_block and reasoning.end else []
     for body in bodies:

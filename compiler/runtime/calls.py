@@ -41,6 +41,7 @@ from .format import (
     OPTIONAL_PARTS,
     OWN_VALUES,
     QUOTED_STRINGS,
+    RAW_STRINGS,
     SECTION_END,
     SECTION_START,
     STOP,
@@ -55,6 +56,7 @@ from .text import (
     _SEPARATOR_SEEK,
     _SPLIT,
     _close_any,
+    _cut_short,
     _find,
     _good_name,
     _loose,
@@ -62,6 +64,7 @@ from .text import (
     _match_start,
     _name_end,
     _past_start,
+    _pieces,
     _read_name_to,
     _read_to,
     _seek,
@@ -85,6 +88,7 @@ from .values import (
     _read_object,
     _typed,
     _value_end,
+    _ValueEnd,
 )
 
 
@@ -109,15 +113,30 @@ def _call(name, arguments, call_id):
     }
 
 
-def _close(text, at, literal):
+def _close(text, at, literal, others=()):
     """The end of a call's closing ``literal``; a text that ends instead (the
-    server cut the stop marker) closes it too."""
+    server cut the stop marker), or ends inside the literal (and not inside one of
+    ``others``, what else may follow there: ``_cut_short``), closes it too."""
     if at < 0:
         return -1
     end = _match(text, at, literal)
     if end < 0 and _skip_space(text, at) == len(text):
         return len(text)
+    if end < 0 and _cut_short(text, at, literal, others):
+        return len(text)
     return end
+
+
+def _after_units(count):
+    """What may follow ``count`` key/value units besides the arguments' closer: the
+    next unit's opening."""
+    return (ARG_SEPARATOR + ARG_KEY_PREFIX,) if count else (ARG_KEY_PREFIX,)
+
+
+def _after_calls():
+    """What may follow a call besides the section's closer: the next call's opening
+    (the separator, then the call's start, or another opener real outputs write)."""
+    return tuple(CALL_SEPARATOR + start for start in CALL_STARTS or (CALL_START,))
 
 
 def _read_calls(text, at, types):
@@ -147,7 +166,7 @@ def _read_calls(text, at, types):
     if not calls:
         return None
     if SECTION_END:
-        end = _close(text, at, SECTION_END)
+        end = _close(text, at, SECTION_END, _after_calls())
         if end < 0:
             # Not closed: the calls read stand, and what follows is text after them.
             return calls, at
@@ -324,7 +343,7 @@ def _read_tagged_call(text, at, types):
                     return None
                 values, at = read
                 arguments = _json_object(values)
-                at = _close(text, at, after)
+                at = _close(text, at, after, _after_units(len(values)))
             if at < 0:
                 return None
         elif hole == "index":
@@ -389,9 +408,13 @@ def _read_arguments(text, at, types, stop):
         unit = at
         if stops and stops(text, at):
             return values, unit
+        left = False  # the separator left out
         if ARG_SEPARATOR:  # (an empty one matches where it is)
             if values:
                 at = _match(text, at, ARG_SEPARATOR)
+                left = at < 0 and _left_out(text, unit)
+                if left:
+                    at = unit
                 if at < 0:
                     return values, unit
         at = _match(text, at, ARG_KEY_PREFIX)
@@ -399,7 +422,7 @@ def _read_arguments(text, at, types, stop):
             return values, unit
         found = _read_name_to(text, at, ARG_KEY_END)
         key = text[at : found[0]].strip() if found else ""
-        if not _good_name(key):
+        if not _good_name(key) or (left and _word_end(key, 0) != len(key)):
             return values, unit
         written = key
         if KEY_ESCAPES:
@@ -451,9 +474,12 @@ def _read_arguments(text, at, types, stop):
         elif ARG_STRING_OPEN and text.startswith(ARG_STRING_OPEN, at):
             if QUOTED_STRINGS:
                 # a quote: the string's escapes are skipped to find its end
-                end = _value_end(text, at) - len(ARG_STRING_CLOSE)
-            else:
+                end = _quoted_end(text, at, stop) - len(ARG_STRING_CLOSE)
+            elif RAW_STRINGS:
+                # marks of the template's own, which no string holds
                 end = text.find(ARG_STRING_CLOSE, at + len(ARG_STRING_OPEN))
+            else:
+                end = _string_end(text, at + len(ARG_STRING_OPEN), stop)
             if end < 0:
                 return None
             raw = text[at : end + len(ARG_STRING_CLOSE)]
@@ -492,6 +518,175 @@ def _attributed(attribute, kind):
     if not ARG_STRING_ATTRIBUTE or attribute.strip() != ARG_STRING_ATTRIBUTE:
         return kind
     return "string" if kind is None or "string" in kind else kind
+
+
+# -- where a string written as it is ends ----------------------------------------
+# A template that writes a string between quotes as it is (no escapes) writes a quote
+# inside it as it is too: the string ends at the first closing quote that what the
+# template writes after a value follows (the next unit's key, or the arguments'
+# closer and then the next call, the section's closer or the end of the output);
+# where none does, at the first. The look past a quote is bounded (names, and
+# whitespace at one place), so the stream decides each quote after a few characters.
+
+_SPACE_REACH = 64  # whitespace read at one place
+
+
+def _string_end(text, at, stop):
+    """Where a string written as it is, its text from ``at``, ends: the closing quote
+    a value's end follows (``_follows_value``), else the first; -1 where none."""
+    first = close = text.find(ARG_STRING_CLOSE, at)
+    while close >= 0:
+        if _follows_value(text, close + len(ARG_STRING_CLOSE), stop, True):
+            return close
+        close = text.find(ARG_STRING_CLOSE, close + 1)
+    return first
+
+
+def _quoted_end(text, at, stop):
+    """The end of a string written at ``at`` between quotes, its escapes skipped: the
+    first closing quote a value's end follows (a model may leave a quote inside it
+    unescaped), else the first; -1 where it is not closed."""
+    first = end = _value_end(text, at)
+    while end >= 0:
+        if _follows_value(text, end, stop, True):
+            return end
+        end = _string_goes_on(text[at]).scan(text, end)
+    return first
+
+
+def _string_goes_on(quote):
+    """A scanner that reads on inside a string ``quote`` opened (to its next
+    closing quote, escapes skipped)."""
+    scan = _ValueEnd()
+    scan.quote, scan.read = quote, 1
+    return scan
+
+
+def _follows_value(text, at, stop, final):
+    """Whether what is written from ``at`` is what the template writes after a value
+    of the arguments that ``stop`` closes: True, False, or None where the text ends
+    before that is known (``final``: it has ended)."""
+    unsure = False
+    for steps in _FOLLOWERS.get(stop) or _followers(stop):
+        found = _steps_at(text, at, steps, final)
+        if found:
+            return True
+        unsure = unsure or found is None
+    return None if unsure else False
+
+
+def _followers(stop):
+    """The ways text goes on after a value, each a list of steps (``_steps_at``): the
+    separator and the next unit's key; the closer ``stop`` and then the section's
+    closer, the next call's opening or the end of the output (the closer alone
+    where the calls have no section: anything may follow it)."""
+    unit = [
+        ("literal", ARG_KEY_PREFIX),
+        ("name", ARG_KEY_END),
+        ("literal", ARG_KEY_END),
+    ]
+    ways = [[("literal", ARG_SEPARATOR)] + unit]
+    if ARG_SEPARATOR.strip():
+        # the separator left out (_left_out): then the key is a word
+        word = [("space", ""), ("literal", ARG_KEY_PREFIX), ("word", ARG_KEY_END)]
+        ways.append(word + unit[2:])
+    if SECTION_END:
+        nexts = [[("literal", SECTION_END)], [("end", "")]]
+        for start in CALL_STARTS or (CALL_START,):
+            opening = [("literal", CALL_SEPARATOR + start)]
+            hole, after, _ = CALL_PARTS[0]
+            if hole == "name" and after.strip():
+                opening += [("name", after), ("literal", after)]
+            nexts.append(opening)
+        ways += [[("literal", stop)] + rest for rest in nexts]
+    else:
+        ways.append([("literal", stop)])
+    if len(_FOLLOWERS) < 64:
+        _FOLLOWERS[stop] = ways
+    return ways
+
+
+_FOLLOWERS: dict = {}
+
+
+def _steps_at(text, at, steps, final):
+    """Whether ``steps`` match from ``at``: True, False, or None where the text ends
+    first (not ``final``). A step is a literal (its markers, whitespace before each,
+    as much as ``_SPACE_REACH``), a name or a word up to the literal that ends it
+    (``_name_step``), some whitespace, or the end of the output (whitespace aside)."""
+    for kind, literal in steps:
+        if kind == "end":
+            if _space_end(text, at) < len(text):
+                return False
+            return True if final else None
+        if kind == "space":
+            if at == len(text):
+                return False if final else None
+            if not text[at].isspace():
+                return False
+            continue
+        if kind == "literal":
+            found = _literal_step(text, at, literal, final)
+        else:
+            found = _name_step(text, at, literal, kind == "word", final)
+        if found is None or found is False:
+            return found
+        at = found
+    return True
+
+
+def _literal_step(text, at, literal, final):
+    """The end of ``literal`` at ``at`` as ``_steps_at`` reads it; False, or None
+    where the text ends in it (not ``final``)."""
+    for piece in _pieces(literal)[0]:
+        at = _space_end(text, at)
+        if text.startswith(piece, at):
+            at += len(piece)
+        elif not final and piece.startswith(text[at : at + len(piece)]):
+            return None
+        else:
+            return False
+    return at
+
+
+def _name_step(text, at, literal, word, final):
+    """The end of a name written at ``at`` up to ``literal`` (at most 256 characters,
+    no whitespace; a ``word``: letters, digits and ``_-.:`` only); False, or None
+    where the text ends in it (not ``final``)."""
+    at = _space_end(text, at)
+    stop = (_pieces(literal)[0] or [" "])[0][0]
+    start = at
+    limit = min(len(text), at + 256)
+    if word:
+        while at < limit and text[at] != stop and _in_word(text[at]):
+            at += 1
+    while at < limit and text[at] != stop and not text[at].isspace():
+        if word:
+            return False  # what ends the word is not the key's end
+        at += 1
+    if at == len(text) and not final:
+        return None  # the name may go on
+    return False if at == start else at
+
+
+def _in_word(char):
+    """Whether ``char`` may be part of a word (as ``_word_end`` reads one)."""
+    return char.isalnum() or char in "_-.:"
+
+
+def _space_end(text, at):
+    """Where the whitespace from ``at`` ends, read as far as ``_SPACE_REACH``."""
+    limit = min(len(text), at + _SPACE_REACH)
+    while at < limit and text[at].isspace():
+        at += 1
+    return at
+
+
+def _left_out(text, at):
+    """Whether the separator before the unit at ``at`` may have been left out: it is
+    more than whitespace, and whitespace stands in its place (``a=1 b=2``); the unit
+    must then follow, its key a word."""
+    return bool(ARG_SEPARATOR.strip()) and text[at : at + 1].isspace()
 
 
 def _read_elements(text, at, suffix, kind):

@@ -33,8 +33,9 @@ from .values import _SchemaTypes
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
     opened the block (``_opened_by_prompt``). A block left open at the end of
-    the text is reasoning; an empty one is none. Calls that start before the
-    block's closer end it (the model left it open)."""
+    the text is reasoning; an empty one is none. Calls in a block that its closer
+    follows are its text (the model wrote about them); where no closer follows,
+    the first well-formed calls end it (the model left it open)."""
     if REASONING_START:
         stripped = text.lstrip()
         opener = _opener(stripped)
@@ -55,10 +56,8 @@ def _split_reasoning(text, opened, strict=False, types=None):
     else:
         return None, text  # no delimiter ends it: an answer, as the history writes them
     end = body.find(REASONING_END)
-    if HAS_CALLS and not BARE_CALLS:
-        start = _calls_start(
-            body, end if end >= 0 else len(body), types or {}, _past_broken
-        )
+    if HAS_CALLS and not BARE_CALLS and end < 0:
+        start = _calls_start(body, len(body), types or {}, _past_broken)
         if start >= 0:
             if strict:
                 raise ValueError("tool calls before the reasoning's closer")

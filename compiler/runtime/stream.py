@@ -18,8 +18,20 @@ from __future__ import annotations
 import json
 import re
 
-from .calls import _KEY_MARK, _UNIT_TRIES, _key_at, _next_try, _read_call, _trailing
-from .calls import _attributed
+from .calls import (
+    _KEY_MARK,
+    _UNIT_TRIES,
+    _after_calls,
+    _after_units,
+    _attributed,
+    _follows_value,
+    _key_at,
+    _left_out,
+    _next_try,
+    _read_call,
+    _string_goes_on,
+    _trailing,
+)
 from .format import (
     ARG_KEY_END,
     ARG_KEY_PREFIX,
@@ -79,11 +91,13 @@ from .text import (
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _cut_short,
     _decided,
     _good_name,
     _match,
     _maybe_stop,
     _name_end,
+    _name_head,
     _opened_by_prompt,
     _opener,
     _partial_at,
@@ -94,6 +108,7 @@ from .text import (
     _strip_stop,
     _trim_end,
     _undecided,
+    _word_end,
 )
 from .values import (
     _ENCODE_STRING,
@@ -140,6 +155,24 @@ def _final_stop_apart(text):
         if stop and text.endswith(stop, 0, end):
             return text[: end - len(stop)], text[end - len(stop) :]
     return text, ""
+
+
+def _maybe_cut(text, closers, others):
+    """Whether ``text`` may still turn out to be one of ``closers`` cut short
+    (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
+    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    if any(_cut_short(text, 0, each, others) for each in closers):
+        return True
+    for stop in STOP:
+        if not stop:
+            continue
+        kept = text.rstrip()
+        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
+        if at < len(text) and any(
+            _cut_short(text[:at], 0, each, others) for each in closers
+        ):
+            return True
+    return False
 
 
 def _search_from(search, pending):
@@ -562,16 +595,18 @@ class StreamParser:
             pending = self._pending
             end = pending.find(REASONING_END)
             at = -1
-            if HAS_CALLS and not BARE_CALLS:
+            if HAS_CALLS and not BARE_CALLS and end < 0:
                 if TRIGGER_ALSO:
-                    at = _seek(pending, search, end if end >= 0 else len(pending))
+                    at = _seek(pending, search)
                 else:
-                    at = pending.find(_SEEK, search, end if end >= 0 else len(pending))
+                    at = pending.find(_SEEK, search)
             if at >= 0:
-                # Calls before the closer end the block if they are well-formed.
                 start = len(pending[:at].rstrip())
                 self._send("reasoning_content", pending[:start])
                 self._pending = pending[start:]
+                if (yield from self._closer_follows()):
+                    continue  # the calls are text of the block: it goes on to there
+                # No closer follows: calls end the block if they are well-formed.
                 self._opener = 0
                 search = yield from self._try_calls(at - start)
                 if search < 0:
@@ -595,6 +630,23 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_follows(self):
+        """Whether the reasoning's closer comes before the output ends, the text from
+        here on held back until it is known (``parse``: calls in a block that its
+        closer follows are its text). Each piece is looked at once: what cannot
+        hold the closer waits in ``_maybe_reasoning``."""
+        held = self._maybe_reasoning
+        # (what may still be the closer, or the end-of-turn marker feed keeps apart)
+        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            held.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = "".join(held) + self._pending
+        held.clear()
+        return REASONING_END in self._pending
 
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
@@ -962,25 +1014,34 @@ class StreamParser:
                 return True
         return False
 
-    def _closer(self, literal, also=()):
+    def _closer(self, literal, also=(), others=()):
         """Read a closing ``literal`` (or one of ``also``, other spellings real
         outputs use, the first written, as ``_close_any`` reads them); the end of
-        the output closes too."""
-        if also:
-            for each in (literal,) + also:
+        the output closes too, and so does its end inside the closer (``others``:
+        what else may follow, as ``_close`` takes them)."""
+        closers = (literal,) + also
+        while True:
+            for each in closers:
                 yield from self._decide(each)
-            for each in (literal,) + also:
+            for each in closers:
                 end = _match(self._pending, 0, each)
                 if end >= 0:
                     self._consume(end)
                     return
-        elif (yield from self._literal(literal)):
-            return
-        while not self._eof and _maybe_stop(self._pending):
-            if self._pending.isspace():
-                self._consume(len(self._pending))  # read now, not re-read
+            if self._eof:
+                break
+            # What may yet be the closer cut short, or just the final end-of-turn
+            # marker, waits: that marker, once whole, is kept apart (feed), and what
+            # is left may be the closer's beginning again.
+            pending = self._pending
+            if not (_maybe_stop(pending) or _maybe_cut(pending, closers, others)):
+                raise _Broken
+            if pending.isspace():
+                self._consume(len(pending))  # read now, not re-read
             yield
-        if not (self._eof and not self._pending.strip()):
+        if self._pending.strip() and not any(
+            _cut_short(self._pending, 0, each, others) for each in closers
+        ):
             raise _Broken
         self._consume(len(self._pending))
 
@@ -1055,14 +1116,15 @@ class StreamParser:
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
         yield from self._skip_space()
-        end = yield from self._upto(literal.strip(), name=True)
+        end = yield from self._upto(_name_head(literal).strip(), name=True)
         if end < 0:
             raise _Broken
         name = self._pending[:end].strip()
         if not _good_name(name):
             raise _Broken
         self._consume(end)
-        yield from self._literal(literal)
+        if not (yield from self._literal(literal)):
+            raise _Broken  # its first marker, not the rest (_read_name_to)
         return name
 
     def _open_call(self, index, name, call_id):
@@ -1162,7 +1224,7 @@ class StreamParser:
         if SECTION_END:
             mark = len(self._raw)
             try:
-                yield from self._closer(SECTION_END)
+                yield from self._closer(SECTION_END, others=_after_calls())
             except _Broken:
                 # Not closed: the calls read stand, what follows is text after them.
                 self._rewind(mark)
@@ -1352,14 +1414,16 @@ class StreamParser:
                 skip = False  # a hole the model left out, with the literal before it
             elif hole == "arguments":
                 self._open_call(index, name, call_id)
+                others: tuple = ()
                 if JSON_ARGUMENTS:
                     yield from self._json_arguments(index)
                 else:
-                    yield from self._tagged_arguments(index, name, after)
+                    count = yield from self._tagged_arguments(index, name, after)
+                    others = _after_units(count)
                 if options:
-                    yield from self._closer(after, tuple(t for t, _ in options))
+                    yield from self._closer(after, tuple(t for t, _ in options), others)
                 else:
-                    yield from self._closer(after)
+                    yield from self._closer(after, others=others)
             elif hole == "index":
                 yield from self._index(after)
             else:
@@ -1443,17 +1507,20 @@ class StreamParser:
             mark = len(self._raw)
             if stop.strip() and (yield from self._peek(stop)):
                 break
+            left = False  # the separator left out
             if (
                 count
                 and ARG_SEPARATOR
                 and not (yield from self._literal(ARG_SEPARATOR))
             ):
-                break
+                left = _left_out((yield from self._next_char()), 0)
+                if not left:
+                    break
             if not (yield from self._literal(ARG_KEY_PREFIX)):
                 self._rewind(mark)
                 break
             key = yield from self._key()
-            if key is None:
+            if key is None or (left and _word_end(key, 0) != len(key)):
                 self._rewind(mark)
                 break
             written = key
@@ -1481,7 +1548,7 @@ class StreamParser:
                     count += 1
                     continue
             if not SUFFIXED_VALUES:
-                yield from self._literal_value(index, kind)
+                yield from self._literal_value(index, kind, stop)
             elif VALUE_SUFFIX_NAMES_KEY:
                 suffix = ARG_VALUE_SUFFIX.replace(
                     "{key}", written
@@ -1493,16 +1560,18 @@ class StreamParser:
                 )
             count += 1
         self._complete(index, "}" if count else "{}")
+        return count
 
     def _key(self):
         """An argument's name, written up to its closing text; None if it is not
         one."""
-        end = yield from self._upto(ARG_KEY_END.strip(), name=True)
+        end = yield from self._upto(_name_head(ARG_KEY_END).strip(), name=True)
         key = self._pending[:end].strip() if end >= 0 else ""
         if not _good_name(key):
             return None
         self._consume(end)
-        yield from self._literal(ARG_KEY_END)
+        if not (yield from self._literal(ARG_KEY_END)):
+            return None  # its first marker, not the rest (_read_name_to)
         return key
 
     def _suffixed_value(self, index, suffix, kind, mark=""):
@@ -1671,9 +1740,66 @@ class StreamParser:
             value = _typed("".join(pieces), kind, LITERAL)
             self._arguments_text(index, json.dumps(value, ensure_ascii=False))
 
-    def _literal_value(self, index, kind):
+    def _string_to_end(self, stop):
+        """A string written as it is, read to its closing quote as ``_string_end``
+        finds it (each quote waits until what follows it decides): its text."""
+        pieces = []
+        first = None  # where the first closing quote was read to, and the text there
+        while True:
+            piece = yield from self._until(ARG_STRING_CLOSE)
+            if piece is None:
+                break
+            pieces.append(piece)
+            if first is None:
+                first = len(self._raw), "".join(pieces)
+            size = len(ARG_STRING_CLOSE)
+            while True:
+                follows = _follows_value(self._pending, size, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            self._consume(size)
+            if follows:
+                return "".join(pieces)
+            pieces.append(ARG_STRING_CLOSE)  # a quote inside the string
+        if first is None:
+            raise _Broken
+        mark, text = first
+        self._rewind(mark)  # no value's end follows any: the first quote ends it
+        self._consume(len(ARG_STRING_CLOSE))
+        return text
+
+    def _quoted_to_end(self, text, stop):
+        """A string between quotes whose first closing quote ends ``text``, read on
+        to the closing quote that ``_quoted_end`` takes (each waits until what
+        follows it decides): its whole text."""
+        mark = len(self._raw)
+        read = [text]
+        while True:
+            while True:
+                follows = _follows_value(self._pending, 0, stop, self._eof)
+                if follows is not None:
+                    break
+                yield
+            if follows:
+                return "".join(read)
+            scan = _string_goes_on(text[0])
+            while True:
+                end = scan.scan(self._pending, 0, self._eof)
+                if end is not None and end < 0:
+                    self._rewind(mark)  # no later quote: the first ends it
+                    return text
+                piece = self._pending if end is None else self._pending[:end]
+                read.append(piece)
+                self._consume(len(piece))
+                if end is not None:
+                    break
+                yield
+
+    def _literal_value(self, index, kind, stop):
         """A value with nothing after it to mark its end: a quoted string, or a
-        literal read to its end. Sent once it is whole."""
+        literal read to its end (in arguments that ``stop`` closes). Sent once it
+        is whole."""
         if ARG_STRING_OPEN:
             while not self._eof and _undecided(self._pending, (ARG_STRING_OPEN,)):
                 yield
@@ -1686,10 +1812,7 @@ class StreamParser:
             if RAW_STRINGS:
                 yield from self._suffixed_value(index, ARG_STRING_CLOSE, "string")
                 return
-            inner = yield from self._until(ARG_STRING_CLOSE)
-            if inner is None:
-                raise _Broken
-            self._consume(len(ARG_STRING_CLOSE))
+            inner = yield from self._string_to_end(stop)
             raw = ARG_STRING_OPEN + inner + ARG_STRING_CLOSE
             try:
                 value = _load(raw, LITERAL)
@@ -1729,7 +1852,9 @@ class StreamParser:
                 yield
             text = "".join(pieces)
             if QUOTED_STRINGS and text.startswith(ARG_STRING_OPEN):
-                # a quoted string: its escapes were skipped to find its end
+                # a quoted string: its escapes were skipped to find its end, and a
+                # quote that no value's end follows is its own (_quoted_end)
+                text = yield from self._quoted_to_end(text, stop)
                 try:
                     value = _load(text, LITERAL)
                 except ValueError:

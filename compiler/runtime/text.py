@@ -233,16 +233,35 @@ def _read_name_to(text, at, literal):
     far as a name _good_name takes can reach (one word of at most 256 characters,
     whitespace around it), so that a trigger with no call after it is not read on
     to the end of the text."""
+    # A literal of several markers is looked for by its first, and the rest must
+    # follow it as _match reads it (other whitespace between the markers).
+    head = _NAME_HEADS.get(literal) or _name_head(literal)
     # Most often the literal is near: looked for in a window that far first (the
     # first found there is the first anywhere), the reach worked out only if not.
-    found = _read_to(text, at, literal, at + _NAME_WINDOW)
+    found = _read_to(text, at, head, at + _NAME_WINDOW)
     if found is None and at + _NAME_WINDOW < len(text):
-        core = (_SPLIT.get(literal) or _split(literal))[1]
+        core = (_SPLIT.get(head) or _split(head))[1]
         reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
-        found = _read_to(text, at, literal, reach + len(core))
-    return found
+        found = _read_to(text, at, head, reach + len(core))
+    if found is None or len(head) == len(literal):
+        return found
+    end = _match(text, found[0], literal)
+    return (found[0], end) if end >= 0 else None
 
 
+def _name_head(literal):
+    """What a name's closing ``literal`` is looked for by: the literal itself, or,
+    where it is several markers, its leading whitespace and first piece."""
+    pieces = _pieces(literal)[0]
+    head = literal
+    if len(pieces) > 1:
+        head = literal[: len(literal) - len(literal.lstrip())] + pieces[0]
+    if len(_NAME_HEADS) < 256:  # literals are the format's
+        _NAME_HEADS[literal] = head
+    return head
+
+
+_NAME_HEADS: dict = {}
 _NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 _NAME_WINDOW = 512
 
@@ -410,14 +429,41 @@ def _name_end(text, at, after, options):
 def _close_any(text, at, literals):
     """The end of whichever of ``literals`` is written at ``at`` (the first that
     is), the end of the text where only whitespace is left (the server cut the
-    stop marker), or -1."""
+    stop marker) or where it ends inside one of them, or -1."""
     if at < 0:
         return -1
     for literal in literals:
         end = _match(text, at, literal)
         if end >= 0:
             return end
-    return len(text) if _skip_space(text, at) == len(text) else -1
+    if _skip_space(text, at) == len(text):
+        return len(text)
+    return len(text) if any(_cut_short(text, at, each) for each in literals) else -1
+
+
+def _cut_short(text, at, literal, others=()):
+    """Whether the text ends inside a closing ``literal`` written at ``at``: what is
+    left is, whitespace aside, a proper beginning of it as ``_match`` reads it (the
+    model or the server stopped in the closer), and of none of ``others``, what else
+    may be written there (a beginning they share has two readings). A closer cut
+    anywhere then closes what it closes, as one missing at the end does. Only a
+    short rest is looked at (a call read costs no more than its closer)."""
+    start = _skip_space(text, at)
+    if len(text) - start > 2 * len(literal) + _CUT_SPACE:
+        return False
+    rest = text[start:].rstrip()
+    if not rest or _decided(rest, literal):
+        return False
+    for other in others:
+        if not other.strip() or not _decided(rest, other):
+            return False  # it may become that instead
+        if _match(rest, 0, other) >= 0:
+            return False  # it is that
+    return True
+
+
+# How much whitespace a closer cut short may hold beyond twice its own length.
+_CUT_SPACE = 64
 
 
 def _opened_by_prompt(tools, enable_thinking):

@@ -319,6 +319,9 @@ def _own_typed(text, kind):
         if kind != "string" and text in OWN_WORDS:
             value = OWN_WORDS[text]
             return value if _stands(value, kind) else text
+        if kind != "string" and text in _WORDS:
+            value = _WORDS[text]
+            return value if _stands(value, kind) else text
         return _typed(text, kind, LITERAL)
     if kind == "string" and not text.startswith(ARG_STRING_OPEN):
         return text
@@ -334,6 +337,19 @@ def _own_typed(text, kind):
     if isinstance(value, str) or _stands(value, kind):
         return value
     return text
+
+
+# How JSON and Python write null, true and false: a model may write them where the
+# template writes words of its own (Gemma 4: None, inside an object too); no string
+# is written bare in such a syntax, so they mean nothing else.
+_WORDS = {
+    "null": None,
+    "true": True,
+    "false": False,
+    "None": None,
+    "True": True,
+    "False": False,
+}
 
 
 def _own_item(text, at, unread):
@@ -395,6 +411,8 @@ def _own_item(text, at, unread):
     word = found.group() if found else ""
     if word in OWN_WORDS:
         return OWN_WORDS[word], found.end()  # type: ignore[union-attr]
+    if word in _WORDS:
+        return _WORDS[word], found.end()  # type: ignore[union-attr]
     if not _OWN_NUMBER.match(word):
         raise ValueError("no value")
     try:

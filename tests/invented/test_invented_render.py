@@ -301,6 +301,44 @@ def decode_openai_nested(text, thinking):
     return None, rest, calls
 
 
+def decode_muse(text, thinking):
+    reasoning = None
+    found = re.match(r"<muse>(.*?)</muse>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+
+    def build(m):
+        args = {k: _typed(v, TYPES[m[1]][k], python_literals=False)
+                for k, v in re.findall(r"<key>([^<]+)</key><val>(.*?)</val>\n", m[2], re.S)}
+        return [(None, m[1], args)]
+    rest, calls = _cut(r"\n<call>\n<fn=([^>]+)>\n(.*?)</fn>\n</call>", text, build)
+    return reasoning, rest, calls
+
+
+def decode_pylist(text, thinking):
+    # A string is written as it is between single quotes: a unit ends where the next
+    # key of the tool's own starts (no test value holds ", key=").
+    def build(m):
+        out = []
+        for found in re.finditer(r"(\w+)\((.*?)\)(?=, \w+\(|$)", m[1], re.S):
+            name, body = found[1], found[2]
+            keys = "|".join(map(re.escape, TYPES[name]))
+            starts = list(re.finditer(rf"(?:^|, )({keys})=", body))
+            args = {}
+            for index, start in enumerate(starts):
+                end = starts[index + 1].start() if index + 1 < len(starts) else len(body)
+                value = body[start.end():end]
+                if TYPES[name][start[1]] == "string":
+                    assert value[0] == value[-1] == "'", value
+                    args[start[1]] = value[1:-1]
+                else:
+                    args[start[1]] = ast.literal_eval(value)
+            out.append((None, name, args))
+        return out
+    rest, calls = _cut(r"<\|py\|>\[(.*?)\]<\|/py\|>", text, build)
+    return None, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str
@@ -332,6 +370,8 @@ FORMATS = {
     "actions_preface": Format("<turn-over>", decode_actions),
     "reopen_turn": Format("[done]", decode_reopen),
     "openai_nested": Format("<|msg_end|>", decode_openai_nested, ids=True, result_ids=True),
+    "muse_keyval": Format("<|stop_turn|>", decode_muse, reasoning=True, string_arguments=False),
+    "pylist_raw_calls": Format("<|end_of_turn|>", decode_pylist, string_arguments=False),
 }
 
 

@@ -174,6 +174,10 @@ def test_own_typed_reads_back_what_the_macro_writes(gemma):
         ("{a:1}", "string", "{a:1}"),
         ("{ a : 1 , b : [ 2 , None ] }", None, {"a": 1, "b": [2, None]}),
         ("{}", {"object"}, {}),
+        # JSON's and Python's words inside a value, where the template writes its own
+        # (issue 26: a nested null the model writes as JSON does left the call as text)
+        ("[null]", None, [None]),
+        ("{a:true,b:False,c:None}", None, {"a": True, "b": False, "c": None}),
     ],
 )
 def test_own_typed(gemma, text, kind, value):
@@ -181,7 +185,7 @@ def test_own_typed(gemma, text, kind, value):
 
 
 @pytest.mark.parametrize(
-    "text", ["[null]", "[hello]", "{a}", "{a:1,}", "[1 2]", "[1.]", "{a:1}x", "{a:1,a:2}"]
+    "text", ["[nil]", "[hello]", "{a}", "{a:1,}", "[1 2]", "[1.]", "{a:1}x", "{a:1,a:2}"]
 )
 def test_own_typed_refuses_what_the_syntax_does_not_write(gemma, text):
     with pytest.raises(ValueError):
