@@ -15,6 +15,7 @@ import ast
 import json
 import re
 import sys
+import warnings
 from typing import Any
 
 # ------------------------------------------------------------------------------
@@ -917,7 +918,11 @@ def _load(text, literal):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
-        value = ast.literal_eval(text.strip())
+        # A string with an escape Python does not know ('a\\ b') is read as written,
+        # whatever the process's warning filters say (-W error would refuse it).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(text.strip())
         # a set, bytes or a complex number is no JSON value, nor is an infinity
         json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 
 from .format import (
     ARG_STRING_CLOSE,
@@ -161,7 +162,11 @@ def _load(text, literal):
         if literal != "python":
             raise ValueError("not a JSON value") from None
     try:
-        value = ast.literal_eval(text.strip())
+        # A string with an escape Python does not know ('a\\ b') is read as written,
+        # whatever the process's warning filters say (-W error would refuse it).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(text.strip())
         # a set, bytes or a complex number is no JSON value, nor is an infinity
         json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:

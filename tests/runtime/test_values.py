@@ -448,3 +448,17 @@ def test_load_refuses_numbers_that_would_not_be_finite(text, literal):
     with pytest.raises(ValueError):
         V._load(text, literal)
     assert V._read_object('{"a": %s}' % text, 0) is None
+
+
+def test_a_python_string_with_an_unknown_escape_reads_the_same_whatever_the_warning_filters():
+    import warnings
+
+    from compiler.runtime import values
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under python -W error
+        assert values._load("'a\\ b'", "python") == "a\\ b"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert values._load("'a\\ b'", "python") == "a\\ b"
+    assert not seen
