@@ -327,7 +327,7 @@ def test_auto_gets_no_tag_but_keeps_special_tokens(plugin_dir):
 # --- a plugin imports nothing of the compiler ----------------------------------------
 
 PLUGIN_IMPORTS = {"__future__", "json", "sys", "threading", "types", "uuid", "collections.abc"}
-MODULE_IMPORTS = {"__future__", "ast", "json", "re", "typing"}
+MODULE_IMPORTS = {"__future__", "ast", "json", "re", "typing", "warnings"}
 
 
 def _imports(tree: ast.AST) -> set[str]:
