@@ -6,6 +6,7 @@ template that raises on a variant cannot express it. Nothing here knows any mode
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
@@ -91,6 +92,14 @@ def _contains(render: str | None, *needles: str) -> TypeGuard[str]:
     return render is not None and all(needle in render for needle in needles)
 
 
+def _encoded_twice(as_string: str | None, as_object: str | None) -> bool:
+    """Whether arguments given as JSON text render as a JSON string of that text
+    (``arguments | tojson`` on a string) where the object renders as JSON: the
+    template shows them, but not as the model writes them."""
+    twice = json.dumps(json.dumps(samples.tool_call()["function"]["arguments"]))[1:-1]
+    return _contains(as_string, twice) and not _contains(as_object, twice)
+
+
 def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
     caps = Capabilities()
     declared = set(template.undeclared_variables())
@@ -112,7 +121,9 @@ def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
     as_object = renders_call(call_message(samples.tool_call()))
     as_string = renders_call(call_message(samples.tool_call(as_string=True)))
     caps.object_arguments = _contains(as_object, samples.FUNCTION, samples.ARGUMENT_VALUE)
-    caps.string_arguments = _contains(as_string, samples.FUNCTION, samples.ARGUMENT_VALUE)
+    caps.string_arguments = _contains(
+        as_string, samples.FUNCTION, samples.ARGUMENT_VALUE
+    ) and not _encoded_twice(as_string, as_object)
     caps.tool_calls = caps.object_arguments or caps.string_arguments
     string_args = not caps.object_arguments
 

@@ -94,3 +94,15 @@ def test_a_template_that_prints_arguments_as_they_come_takes_both_forms():
     assert as_given != READS_ALL
     caps = probe(ChatTemplate(as_given, "as_given.jinja"))
     assert caps.string_arguments and caps.object_arguments
+
+
+def test_a_template_that_writes_arguments_as_json_takes_objects_only():
+    """``arguments | tojson`` writes an object as JSON but JSON text as a JSON string
+    of it: arguments given as text are not shown as the model writes them."""
+    as_json = READS_ALL.replace(
+        "{%- for k, v in c.function.arguments.items() %} {{ k }}={{ v }}{% endfor -%}",
+        " {{ c.function.arguments | tojson }}",
+    )
+    assert as_json != READS_ALL
+    caps = probe(ChatTemplate(as_json, "as_json.jinja"))
+    assert caps.object_arguments and not caps.string_arguments
