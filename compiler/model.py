@@ -148,6 +148,8 @@ class JsonCall:
     literal: str  # "json" or "python"
     arguments_as_string: bool = False  # the arguments are a string holding JSON
     other: tuple[tuple[str, ...], ...] = ()  # members written beside these (an index)
+    # Other names real outputs give a top-level member (overrides): (key, names).
+    key_also: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def members(self) -> tuple[tuple[str, ...], ...]:
@@ -308,6 +310,9 @@ class Calls:
     turn_break: str = ""
     # Other openers real outputs start a call with (overrides): tried after ``start``.
     start_also: tuple[str, ...] = ()
+    # Markers real outputs write before a turn's calls where the template writes
+    # none (overrides): dropped there.
+    prefix_also: tuple[str, ...] = ()
 
     @property
     def opener(self) -> str:
@@ -330,10 +335,15 @@ class Calls:
     def triggers_also(self) -> tuple[str, ...]:
         """What else calls begin with, besides ``trigger``: the other call openers,
         where no section opener comes before the first call."""
+        prefixes = [text.strip() for text in self.prefix_also]
         if self.opener.strip():
-            return ()
+            return tuple(dict.fromkeys(prefixes))
         return tuple(
-            dict.fromkeys(text.strip() for text in self.start_also if text.strip() != self.trigger)
+            dict.fromkeys(
+                text
+                for text in [t.strip() for t in self.start_also] + prefixes
+                if text != self.trigger
+            )
         )
 
     @property
@@ -402,6 +412,11 @@ class Calls:
         if self.turn_break:
             section += f"; after content, {self.turn_break!r} opens a new turn for the calls"
         also = [f"starting {text!r}" for text in self.start_also]
+        also += [f"{text!r} before the calls" for text in self.prefix_also]
+        if self.json is not None:
+            also += [
+                f"{name!r} for {key!r}" for key, names in self.json.key_also for name in names
+            ]
         for part in self.parts:
             also += [f"{text!r} after <{part.hole}>" for text in part.also]
             if part.optional:
@@ -781,6 +796,25 @@ def _check_written_values(arguments: Arguments, where: _Where) -> None:
         )
 
 
+def _check_key_also(call: JsonCall, where: _Where) -> None:
+    """Other names are read for members the template writes at the top of a call
+    object, and name no member it writes."""
+    written = {path[0] for path in call.members}
+    seen: set[str] = set()
+    for key, names in call.key_also:
+        if call.name_is_key or key not in written:
+            raise where.fail(
+                f"tools.json.key_also.{key}",
+                "not a member the template writes at the top of the call object",
+            )
+        for name in names:
+            if name in written or name in seen:
+                raise where.fail(
+                    f"tools.json.key_also.{key}", f"{name!r} names another member already"
+                )
+            seen.add(name)
+
+
 def _path(dotted: str | None) -> tuple[str, ...] | None:
     return tuple(dotted.split(".")) if dotted else None
 
@@ -809,7 +843,11 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             literal=fields["literal"],
             arguments_as_string=bool(fields.get("arguments_as_string")),
             other=tuple(tuple(path.split(".")) for path in fields.get("other_fields") or ()),
+            key_also=tuple(
+                (key, tuple(names)) for key, names in (fields.get("key_also") or {}).items()
+            ),
         )
+        _check_key_also(json_call, where)
     else:
         if not call.get("parts"):
             raise where.fail("tools.call.parts", "tool format 'tagged' needs the call's parts")
@@ -910,6 +948,9 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         raise where.fail("tools.call.start_also", "other openers need the call's start")
     if any(not text.strip() for text in start_also):
         raise where.fail("tools.call.start_also", "an opener must write more than whitespace")
+    prefix_also = tuple(call.get("prefix_also") or ())
+    if any(not text.strip() for text in prefix_also):
+        raise where.fail("tools.call.prefix_also", "a marker must write more than whitespace")
     return Calls(
         format=kind,
         section_start=section_markers.get("start") or "",
@@ -926,4 +967,5 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         turn_break=section.get("turn_break") or "",
         name_escapes=_escapes(call.get("name_escapes"), "tools.call.name_escapes", where),
         start_also=start_also,
+        prefix_also=prefix_also,
     )

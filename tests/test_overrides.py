@@ -284,3 +284,112 @@ def test_gigachat_reads_calls_the_end_of_sequence_token_ends(slug, header):
     assert _calls(message) == [("f", {"a": 1})]
     assert message["content"] == "I'll check that for you."
     assert _read(slug, "Hello </s> there")["content"] == "Hello </s> there"
+
+
+# -- a marker before the calls (tools.call.prefix_also), another name for a member
+# -- (tools.json.key_also) ------------------------------------------------------------------
+
+_LLAMAS = ["meta_llama_llama_3_1_8b_instruct", "meta_llama_llama_3_2_3b_instruct", "meta_llama_llama_3_3_70b_instruct"]
+
+
+@pytest.mark.parametrize("slug", _LLAMAS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|python_tag|>{"name": "add", "parameters": {"a": 1}}',
+        '<|python_tag|> {"name": "add", "arguments": {"a": 1}}',
+        '{"name": "add", "arguments": {"a": 1}}',
+        '<|python_tag|>{"name": "add", "arguments": {"a": 1}}; {"name": "add", "parameters": {"a": 1}}',
+    ],
+)
+def test_llama_reads_the_python_tag_and_arguments_for_parameters(slug, text):
+    message = _read(slug, text)
+    assert _calls(message) == [("add", {"a": 1})] * text.count('"name"')
+    assert message["content"] == ""
+
+
+@pytest.mark.parametrize("slug", _LLAMAS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        # both names at once: one member written twice, no call
+        '{"name": "add", "parameters": {"a": 1}, "arguments": {"a": 2}}',
+        # the marker only before the calls, not inside the content
+        'Use <|python_tag|>{"name": "add", "parameters": {"a": 1}}',
+        "<|python_tag|>print(1)",
+    ],
+)
+def test_llama_what_the_alternatives_do_not_make_a_call_stays_content(slug, text):
+    message = _read(slug, text)
+    assert message["tool_calls"] == [] and message["content"] == text
+
+
+def _patched(slug, path, value, **extra):
+    spec = _spec(slug)
+    body = {key: item for key, item in spec.items() if key != "overrides"}
+    override = {"path": path, "value": value, "reason": "test", **extra}
+    return apply_overrides(body, [override], "x.yaml")[0]
+
+
+@pytest.mark.parametrize(
+    "path,value",
+    [
+        ("tools.call.prefix_also", ["<|python_tag|>"]),
+        ("tools.json.key_also", {"parameters": ["arguments"]}),
+        ("tools.json", {"key_also": {"parameters": ["arguments"]}}),
+    ],
+)
+def test_other_forms_real_outputs_write_need_evidence(path, value):
+    with pytest.raises(SpecError, match="need evidence"):
+        _patched("meta_llama_llama_3_1_8b_instruct", path, value)
+    _patched("meta_llama_llama_3_1_8b_instruct", path, value, evidence="a test")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"id": ["call_id"]}, {"parameters": ["name"]}, {"name": ["fn"], "parameters": ["fn"]}],
+)
+def test_other_names_are_for_members_the_template_writes_and_name_no_other(value):
+    patched = _patched("meta_llama_llama_3_1_8b_instruct", "tools.json.key_also", value, evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.json\.key_also\."):
+        model.build(patched, slug="x", origin="x.yaml")
+
+
+def test_a_marker_before_the_calls_must_write_more_than_whitespace():
+    patched = _patched("meta_llama_llama_3_1_8b_instruct", "tools.call.prefix_also", [" "], evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.call\.prefix_also"):
+        model.build(patched, slug="x", origin="x.yaml")
+
+
+def _built(spec, slug):
+    """The module ``spec`` compiles to, made in memory."""
+    import types
+
+    from compiler.codegen.module import generate
+
+    module = types.ModuleType(slug)
+    fmt = model.build(spec, slug=slug, origin=f"{slug}.yaml")
+    exec(compile(generate(fmt).module, f"{slug}.py", "exec"), module.__dict__)
+    return module
+
+
+def test_a_marker_before_a_triggered_section_is_dropped_and_looked_for():
+    """Where a trigger opens the calls (Hermes' <tool_call>), a marker written
+    before the section is read with it, wherever the calls start."""
+    patched = _patched(
+        "qwen_qwen2_5_7b_instruct", "tools.call.prefix_also", ["<|lead|>"], evidence="e"
+    )
+    module = _built(patched, "hermes_with_lead")
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
+    for text, content in (
+        ("<|lead|>" + call, ""),
+        ("Sure. <|lead|>" + call, "Sure."),
+        ("Sure. " + call, "Sure."),
+        ("Sure. <|lead|> no call", "Sure. <|lead|> no call"),
+    ):
+        message = module.parse(text)
+        for size in (1, 3, 7):
+            fed, finished, abandoned = streamed(module, text, range(size, len(text), size))
+            assert merge(fed + finished, abandoned) == message, (size, text)
+        assert message["content"] == content, text
+        assert _calls(message) == ([("add", {"a": 1})] if "tool_call" in text else [])

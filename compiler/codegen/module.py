@@ -214,6 +214,7 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         CALL_START=calls.start,
         CALL_STARTS=calls.starts,
         TRIGGER_ALSO=calls.triggers_also,
+        CALL_PREFIXES=calls.prefix_also,
         CALL_END=calls.end,
         CALL_SEPARATOR=calls.separator,
         END_AFTER_CALLS=list(calls.end_of_turn_after_calls),
@@ -235,6 +236,7 @@ def slots(fmt: models.Format) -> dict[str, Any]:
             ARGUMENTS_PATH=calls.json.arguments or (),
             ID_PATH=calls.json.id or (),
             CALL_MEMBERS=calls.json.members,
+            KEY_ALSO={name: key for key, names in calls.json.key_also for name in names},
         )
     arguments = calls.arguments
     if arguments is not None:

@@ -50,6 +50,9 @@ CALL_START: str = ""
 # first; () where there are none. TRIGGER_ALSO: what else calls begin with.
 CALL_STARTS: tuple[str, ...] = ()
 TRIGGER_ALSO: tuple[str, ...] = ()
+# Markers real outputs write before a turn's calls where the template writes none
+# (overrides): one is dropped there.
+CALL_PREFIXES: tuple[str, ...] = ()
 CALL_END: str = ""  # after a JSON call's object
 CALL_SEPARATOR: str = ""
 END_AFTER_CALLS: list[str] = []  # end-of-turn markers of a turn with calls
@@ -70,6 +73,9 @@ NAME_PATH: tuple[str, ...] = ()
 ARGUMENTS_PATH: tuple[str, ...] = ()
 ID_PATH: tuple[str, ...] = ()
 CALL_MEMBERS: tuple[tuple[str, ...], ...] = ()  # every member the template writes
+# Other names real outputs give a top-level member (overrides): name -> the key the
+# template writes.
+KEY_ALSO: dict[str, str] = {}
 
 # A call written as text with holes: each hole, the literal after it, and the other
 # literals real outputs end it with (overrides), each with how many parts it skips.

@@ -32,6 +32,7 @@ from .format import (
     CALL_END,
     CALL_MEMBERS,
     CALL_PARTS,
+    CALL_PREFIXES,
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
@@ -47,6 +48,7 @@ from .format import (
     ID_PATH,
     JSON_ARGUMENTS,
     JSON_CALLS,
+    KEY_ALSO,
     KEY_ESCAPES,
     LITERAL,
     NAME_ESCAPES,
@@ -1113,6 +1115,9 @@ class StreamParser:
     def _read_calls(self):
         """The calls from here on; raises _Broken when the first is not
         well-formed."""
+        for prefix in CALL_PREFIXES:
+            if (yield from self._literal(prefix)):
+                break
         if SECTION_START and not (yield from self._literal(SECTION_START)):
             raise _Broken
         count = 0
@@ -1264,6 +1269,8 @@ class StreamParser:
             if (yield from self._next_char()) != '"':
                 raise _Broken
             key = _decoded((yield from self._json_value()))
+            if KEY_ALSO:
+                key = KEY_ALSO.get(key, key)
             if key in members:
                 raise _Broken
             if FLAT_FIELDS and CALL_MEMBERS and not NAME_IS_KEY and (key,) not in CALL_MEMBERS:
