@@ -109,6 +109,8 @@ class Content:
     mode: str
     start: str  # "" where content is bare
     end: str  # "" where no marker closes it
+    # Whether the prompt writes the opener, (thinking on, thinking off).
+    opened_by_prompt: tuple[bool, bool] = (False, False)
 
     @property
     def wrapped(self) -> bool:
@@ -123,7 +125,10 @@ class Content:
         if not self.wrapped:
             return "plain text"
         closer = f" ... {self.end!r}" if self.end else ""
-        when = "always" if self.always_wrapped else "after reasoning"
+        when = {
+            "always_wrapped": "always",
+            "wrapped_with_tools": "where tools are given",
+        }.get(self.mode, "after reasoning")
         return f"{self.start!r}{closer} ({when})"
 
 
@@ -516,6 +521,9 @@ class Format:
     spec: dict  # the resolved spec, as written to the module's SPEC
     tokens: Tokens | None = None  # where the source has a tokenizer
     polyfills: Polyfills = Polyfills()
+    # The template's own thinking variable, which enable_thinking stands for, and
+    # whether thinking is on without it (capabilities.thinking_switch); None: none.
+    thinking_switch: tuple[str, bool] | None = None
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -557,6 +565,12 @@ class Format:
         if self.tokenizer_eos:
             stop = (stop + ", " if stop else "") + "the tokenizer's eos token"
         lines.append(f"End of turn: {stop or 'not marked'}.")
+        if self.thinking_switch:
+            name, default = self.thinking_switch
+            lines.append(
+                f"Thinking: switched by the template's {name!r}, which enable_thinking"
+                f" stands for ({'on' if default else 'off'} where a request does not give it)."
+            )
         if self.tokens:
             lines.append(f"Tokens: {self.tokens.describe()}.")
         return lines
@@ -576,6 +590,7 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
     stop = tuple(spec["end_of_turn"]["markers"])
+    switch = spec["capabilities"].get("thinking_switch")
     if tokens is not None:
         # The real eos (and the tokenizer's other end tokens) end a turn too.
         stop += tuple(text for text in tokens.eos_texts if text not in stop)
@@ -592,6 +607,7 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         spec=spec,
         polyfills=polyfills,
         tokens=tokens,
+        thinking_switch=(switch["variable"], switch["default"]) if switch else None,
     )
 
 
@@ -707,7 +723,13 @@ def _content(section: dict, where: _Where) -> Content:
         raise where.fail("content.start", f"content mode {mode!r} needs a start marker")
     if mode == "plain" and (start or end):
         raise where.fail("content.mode", "plain content has no markers; say always_wrapped")
-    return Content(mode, start, end)
+    opened = section.get("opened_by_prompt") or {}
+    opened_by_prompt = (bool(opened.get("thinking_on")), bool(opened.get("thinking_off")))
+    if any(opened_by_prompt) and not (mode == "always_wrapped" and end):
+        raise where.fail(
+            "content.opened_by_prompt", "a content the prompt opens needs its closer"
+        )
+    return Content(mode, start, end, opened_by_prompt)
 
 
 def _syntax(section: dict | None, where: _Where) -> ValueSyntax | None:

@@ -223,3 +223,90 @@ def test_content_apart_from_the_calls_needs_markers_that_start_them(compiled):
         spec["tools"][section][key] = None if section == "section" else ""
         with pytest.raises(SpecError, match=path.replace(".", r"\.")):
             model.build(spec, slug=slug, origin=f"{slug}.yaml")
+
+
+def test_a_thinking_switch_of_another_name_reads_reasoning(compiled):
+    """deliberate_switch writes reasoning back only where its own `deliberate` is
+    on (as Hermes 4's `thinking`): the analysis finds the switch, records it, and
+    reads the block it shows; enable_thinking stands for it."""
+    from tests.test_stream import chunkings, merge, stream
+
+    out, _ = compiled
+    parser = _parsers(out)["deliberate_switch"]
+    assert parser.SPEC["capabilities"]["thinking_switch"] == {"variable": "deliberate", "default": False}
+    assert "switched by the template's 'deliberate'" in parser.__doc__
+    call = '<tool_request>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_request>'
+    for text, reasoning, content in [
+        ("<musing>\nIt may rain.\n</musing>\nTake an umbrella.<|close|>", "It may rain.", "Take an umbrella."),
+        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", ""),
+        ("Take an umbrella.", None, "Take an umbrella."),
+    ]:
+        for thinking in (True, False):
+            message = parser.parse(text, enable_thinking=thinking)
+            assert (message["reasoning_content"], message["content"]) == (reasoning, content), text
+            assert len(message["tool_calls"]) == (call in text)
+            for name, cuts in chunkings(text, text):
+                fed, finished = stream(parser, text, cuts, enable_thinking=thinking)
+                assert merge(fed + finished) == message, (name, text)
+
+
+def test_an_answer_label_written_only_with_tools_is_no_content(compiled):
+    """tool_label writes 答复： before an answer only where tools are given (as
+    Hunyuan's 助手：): the analysis renders the answer with tools too, and the label
+    is the content's opener, read where it is written and not required."""
+    from tests.test_stream import chunkings, merge, stream
+
+    out, _ = compiled
+    parser = _parsers(out)["tool_label"]
+    assert parser.SPEC["content"] == {"mode": "wrapped_with_tools", "start": "答复：", "end": None}
+    call = '<calls>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]</calls>'
+    for text, content in [
+        ("答复：It is sunny.<|reply_end|>", "It is sunny."),
+        ("It is sunny.", "It is sunny."),
+        ("答复：Let me check." + call, "Let me check."),
+        (call, ""),
+        ("Say 答复： first.", "Say 答复： first."),
+    ]:
+        message = parser.parse(text)
+        assert message["content"] == content, text
+        assert len(message["tool_calls"]) == (call in text), text
+        for name, cuts in chunkings(text, text):
+            fed, finished = stream(parser, text, cuts)
+            assert merge(fed + finished) == message, (name, text)
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang"])
+def test_plugins_read_the_template_s_own_switch(compiled, server):
+    """The plugins take the thinking setting from the request's chat-template
+    arguments: the template's own switch where it has one (its default where the
+    request does not give it), not enable_thinking, which that template ignores."""
+    import ast
+    import importlib
+
+    import yaml
+
+    from compiler import model
+
+    out, _ = compiled
+    slug = "deliberate_switch"
+    spec = yaml.safe_load((out / "specs" / f"{slug}.yaml").read_text(encoding="utf-8"))
+    fmt = model.build(spec, slug=slug, origin=f"{slug}.yaml")
+    source = (out / "generated" / f"{slug}.py").read_text(encoding="utf-8")
+    text = importlib.import_module(f"compiler.codegen.plugin_{server}").text(fmt, source, slug)
+    # The plugin imports its server at the top: only what reads the setting is run here.
+    tree = ast.parse(text)
+    namespace = {"fmt": _parsers(out)[slug]}
+    if server == "vllm":
+        wanted = [n for n in tree.body if getattr(n, "name", None) == "_thinking" or (
+            isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_SWITCH")]
+        exec(compile(ast.Module(body=wanted, type_ignores=[]), "plugin", "exec"), namespace)
+        thinking = namespace["_thinking"]
+        assert thinking({}) is False
+        assert thinking({"enable_thinking": True}) is False  # the template ignores it
+        assert thinking({"deliberate": True}) is True
+    else:
+        init = next(
+            m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FormatReasoningDetector"
+            for m in n.body if getattr(m, "name", None) == "__init__"
+        )
+        assert "thinking_switch" in ast.unparse(init)

@@ -1018,8 +1018,9 @@ class _Grammar:
                 return options + ([] if self.choice == "none" else [self.calls("full")])
             return self.region("content", None, "")
         options = self.region("content", content.end, f"ws {literal(content.start)}")
-        if content.mode == "wrapped_with_reasoning":
-            # The opener is written only after reasoning: bare text is content too.
+        if not content.always_wrapped:
+            # The opener is written only after reasoning (or only where tools are
+            # given): bare text is content too.
             return options + self.region("text" if content.end else "content", None, "")
         calls = self.has_calls and self.choice != "none"
         return options + ([self.calls("full")] if calls else []) + (

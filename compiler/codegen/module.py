@@ -199,6 +199,7 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         CONTENT_ALWAYS_WRAPPED=content.always_wrapped,
         CONTENT_START=content.start if content.wrapped else "",
         CONTENT_END=content.end if content.wrapped else "",
+        CONTENT_OPENED=dict(zip((True, False), content.opened_by_prompt, strict=True)),
         HAS_CALLS=calls is not None,
         TOOL_NAME_RULE=gbnf.NAME_RULE,
     )

@@ -35,6 +35,9 @@ CONTENT_WRAPPED: bool = False  # a marker may open the content
 CONTENT_ALWAYS_WRAPPED: bool = False  # ... and always does
 CONTENT_START: str = ""
 CONTENT_END: str = ""
+# Whether the prompt writes the content's opener, per enable_thinking: the output
+# starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool, bool] = {True: False, False: False}
 
 # --- tool calls --------------------------------------------------------------------
 HAS_CALLS: bool = False

@@ -8,6 +8,7 @@ from .format import (
     CONTENT_AFTER_CALLS,
     CONTENT_ALWAYS_WRAPPED,
     CONTENT_END,
+    CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
     HAS_CALLS,
@@ -68,14 +69,19 @@ def _split_reasoning(text, opened, strict=False, types=None):
     return body[:end].strip() or None, body[end + len(REASONING_END) :]
 
 
-def _read_content(text, strict):
-    """The content between its markers; text outside them is kept."""
+def _read_content(text, strict, opened=False):
+    """The content between its markers; text outside them is kept. ``opened``: the
+    prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if not stripped.startswith(CONTENT_START):
+    if stripped.startswith(CONTENT_START):
+        body = stripped[len(CONTENT_START) :]
+    elif opened and not strict:
+        # (the grammars keep to the opener: strict reading asks for it)
+        body = stripped
+    else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    body = stripped[len(CONTENT_START) :]
     if not CONTENT_END:
         return body.strip()
     end = body.find(CONTENT_END)
@@ -119,7 +125,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         for _, piece in pieces:
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
-    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
+    if CONTENT_WRAPPED:
+        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+    else:
+        content = rest.strip()
     if pieces:
         # text between and after the calls joins as it is written around them
         parts = [content] if content else []

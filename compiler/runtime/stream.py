@@ -38,6 +38,7 @@ from .format import (
     CALL_STARTS,
     CONTENT_AS_UNIT,
     CONTENT_END,
+    CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
     ELEMENTS,
@@ -325,6 +326,8 @@ class StreamParser:
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
         self._maybe_reasoning = []  # text that is reasoning only if a delimiter follows it
+        # Whether the prompt wrote the content's opener: its closer ends the content.
+        self._content_opened = CONTENT_WRAPPED and CONTENT_OPENED[bool(enable_thinking)]
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -610,7 +613,7 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        yield from self._read_plain(bool(opener and CONTENT_END))
+        yield from self._read_plain(bool((opener or self._content_opened) and CONTENT_END))
 
     def _read_plain(self, closing):
         """Content with no calls in it."""
@@ -644,7 +647,7 @@ class StreamParser:
             yield from self._open_section()
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
-        closing = bool(opener and CONTENT_END)
+        closing = bool((opener or (self._content_opened and not called)) and CONTENT_END)
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -723,7 +726,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        closing = bool((opener or self._content_opened) and CONTENT_END)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 

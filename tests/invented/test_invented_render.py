@@ -292,6 +292,21 @@ def decode_reopen(text, thinking):
     return None, content, calls
 
 
+def decode_deliberate(text, thinking):
+    # rendered without its own switch (deliberate), the template drops the reasoning
+    rest, calls = _cut(r"<tool_request>(.*?)</tool_request>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
+def decode_tool_label(text, thinking):
+    # the renders here are made with tools: an answer opens with the label
+    rest, calls = _cut(r"<calls>(.*?)</calls>", text, lambda m: [
+        (None, c["name"], c["arguments"]) for c in json.loads(m[1])])
+    assert not rest or rest.startswith("答复："), rest
+    return None, rest.removeprefix("答复："), calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str
@@ -322,6 +337,8 @@ FORMATS = {
     "bracket_answer": Format("[[/turn]]", decode_bracket, reasoning=True),
     "actions_preface": Format("<turn-over>", decode_actions),
     "reopen_turn": Format("[done]", decode_reopen),
+    "deliberate_switch": Format("<|close|>", decode_deliberate),
+    "tool_label": Format("<|reply_end|>", decode_tool_label),
 }
 
 
