@@ -506,6 +506,23 @@ class Polyfills:
 
 
 @dataclass(frozen=True)
+class Messages:
+    """A turn written as several messages, each with a header (the spec's
+    ``messages``)."""
+
+    opener: str  # opens each message after the first
+    header_end: str  # ends a message's header
+    content_also: tuple[str, ...] = ()  # other headers of content (overrides)
+    end: str = ""  # ends a message another follows ("" where only end-of-turn markers do)
+
+    def describe(self) -> str:
+        text = f"several messages, each after the first opened by {self.opener!r}, headers ending {self.header_end!r}"
+        if self.content_also:
+            text += "; content also under " + ", ".join(map(repr, self.content_also))
+        return text
+
+
+@dataclass(frozen=True)
 class Format:
     """One chat format: what the parser, the stream reader and the grammars read."""
 
@@ -524,6 +541,7 @@ class Format:
     # The template's own thinking variable, which enable_thinking stands for, and
     # whether thinking is on without it (capabilities.thinking_switch); None: none.
     thinking_switch: tuple[str, bool] | None = None
+    messages: Messages | None = None  # a turn of several messages (the spec's messages)
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -565,6 +583,8 @@ class Format:
         if self.tokenizer_eos:
             stop = (stop + ", " if stop else "") + "the tokenizer's eos token"
         lines.append(f"End of turn: {stop or 'not marked'}.")
+        if self.messages:
+            lines.append(f"A turn: {self.messages.describe()}.")
         if self.thinking_switch:
             name, default = self.thinking_switch
             lines.append(
@@ -608,7 +628,29 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         polyfills=polyfills,
         tokens=tokens,
         thinking_switch=(switch["variable"], switch["default"]) if switch else None,
+        messages=_messages(spec, where),
     )
+
+
+def _messages(spec: dict, where: _Where) -> Messages | None:
+    section = spec.get("messages")
+    if not section:
+        return None
+    found = Messages(
+        section["opener"],
+        section["header_end"],
+        tuple(section.get("content_also") or ()),
+        section.get("end") or "",
+    )
+    for path, text in (("messages.opener", found.opener), ("messages.header_end", found.header_end)):
+        if not text.strip():
+            raise where.fail(path, "a marker must write more than whitespace")
+    if found.content_also and not spec["content"].get("start"):
+        raise where.fail("messages.content_also", "other content headers need the content's opener")
+    for number, text in enumerate(found.content_also):
+        if not text.rstrip().endswith(found.header_end.strip()):
+            raise where.fail(f"messages.content_also.{number}", "a header ends with header_end")
+    return found
 
 
 def _tokens(section: dict | None) -> Tokens | None:

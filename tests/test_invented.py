@@ -5,6 +5,7 @@ formats rather than recognising known ones."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 
 import pytest
@@ -310,3 +311,58 @@ def test_plugins_read_the_template_s_own_switch(compiled, server):
             for m in n.body if getattr(m, "name", None) == "__init__"
         )
         assert "thinking_switch" in ast.unparse(init)
+
+
+def test_relay_messages_reads_a_turn_of_several_messages(compiled):
+    """relay_messages writes a turn as messages, each `<|m|>bot` + header + `<|body|>`
+    (as harmony does): the analysis finds the opener, the header's end and the
+    message end (messages), and the reader takes messages in the orders a model
+    writes them: the recipient after the lane, content after calls, two messages of
+    content, a preamble on another lane where a reviewed override names it."""
+    from compiler import model
+    from compiler.codegen.module import generate
+    from compiler.spec import apply_overrides
+    from tests.test_stream import chunkings, merge, streamed
+
+    import types
+
+    import yaml
+
+    out, _ = compiled
+    parser = _parsers(out)["relay_messages"]
+    assert parser.SPEC["messages"] == {"opener": "<|m|>bot", "header_end": "<|body|>", "end": "<|stop|>"}
+    spec = yaml.safe_load((out / "specs" / "relay_messages.yaml").read_text(encoding="utf-8"))
+    body = {key: value for key, value in spec.items() if key != "overrides"}
+    preamble = {"path": "messages.content_also", "value": ["<|lane|>action<|body|>"],
+                "reason": "test", "evidence": "this test"}
+    patched, _ = apply_overrides(body, [preamble], "relay_messages.yaml")
+    with_preamble = types.ModuleType("relay_with_preamble")
+    fmt = model.build(patched, slug="relay_with_preamble", origin="relay_messages.yaml")
+    exec(compile(generate(fmt).module, "relay_with_preamble.py", "exec"), with_preamble.__dict__)
+
+    def call(name, city, order=False):
+        header = f"<|lane|>action for=tools.{name} json" if order else f" for=tools.{name}<|lane|>action json"
+        return header + '<|body|>{"city": "' + city + '"}<|invoke|>'
+
+    think = "<|lane|>scratch<|body|>Plan.<|stop|><|m|>bot"
+    for module, text, reasoning, content, calls in [
+        (parser, call("get_weather", "Oslo", order=True), None, "", ["Oslo"]),
+        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", "", ["Oslo"]),
+        (parser, call("get_weather", "Oslo") + "<|m|>bot" + call("get_weather", "Rome", order=True),
+         None, "", ["Oslo", "Rome"]),
+        (parser, call("get_weather", "Oslo") + "<|m|>bot<|lane|>reply<|body|>Sunny.<|done|>",
+         None, "Sunny.", ["Oslo"]),
+        (parser, "<|lane|>reply<|body|>One.<|stop|><|m|>bot<|lane|>reply<|body|>Two.<|done|>",
+         None, "One.\nTwo.", []),
+        (with_preamble, think + "<|lane|>action<|body|>Let me look.<|stop|><|m|>bot"
+         + call("get_weather", "Oslo", order=True), "Plan.", "Let me look.", ["Oslo"]),
+        # what is no message's header stays as written
+        (parser, "<|lane|>reply<|body|>Say <|m|>bot if you like.<|done|>", None,
+         "Say <|m|>bot if you like.", []),
+    ]:
+        message = module.parse(text)
+        got = [json.loads(c["function"]["arguments"])["city"] for c in message["tool_calls"]]
+        assert (message["reasoning_content"], message["content"], got) == (reasoning, content, calls), text
+        for name, cuts in chunkings(text, text):
+            fed, finished, abandoned = streamed(module, text, cuts)
+            assert merge(fed + finished, abandoned) == message, (name, text)

@@ -393,3 +393,86 @@ def test_a_marker_before_a_triggered_section_is_dropped_and_looked_for():
             assert merge(fed + finished, abandoned) == message, (size, text)
         assert message["content"] == content, text
         assert _calls(message) == ([("add", {"a": 1})] if "tool_call" in text else [])
+
+
+# -- a turn of several messages (the spec's messages; messages.content_also) ---------------
+
+_PLAN = "<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant"
+
+
+@pytest.mark.parametrize(
+    "text,reasoning,content,calls",
+    [
+        # the recipient inside the channel's header, with a content type after it
+        (
+            '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC"}<|call|>',
+            None,
+            "",
+            [("get_weather", {"location": "NYC"})],
+        ),
+        (
+            _PLAN + '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>',
+            "Plan.",
+            "",
+            [("add", {"a": 1})],
+        ),
+        # analysis, a preamble, two calls, the final answer: one turn
+        (
+            _PLAN
+            + "<|channel|>commentary<|message|>Let me add.<|end|>"
+            + '<|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>'
+            + '<|start|>assistant to=functions.add<|channel|>commentary json<|message|>{"a": 2}<|call|>'
+            + "<|start|>assistant<|channel|>final<|message|>Three.<|return|>",
+            "Plan.",
+            "Let me add.\nThree.",
+            [("add", {"a": 1}), ("add", {"a": 2})],
+        ),
+        # two messages of content; a final message with a content type
+        (
+            "<|channel|>commentary<|message|>One.<|end|><|start|>assistant<|channel|>final<|message|>Two.<|end|>",
+            None,
+            "One.\nTwo.",
+            [],
+        ),
+        ('<|channel|>final <|constrain|>json<|message|>{"ok": true}<|end|>', None, '{"ok": true}', []),
+    ],
+)
+def test_gpt_oss_reads_a_turn_of_several_messages(text, reasoning, content, calls):
+    message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
+    assert (message["reasoning_content"], message["content"]) == (reasoning, content)
+    assert _calls(message) == calls
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a header that never ends, an opener inside a call's arguments, a lone opener
+        "<|channel|>commentary to=functions.add and then some",
+        ' to=functions.add<|channel|>commentary json<|message|>{"a": "<|start|>assistant"}<|call|>',
+        "Hello <|start|>assistant there",
+    ],
+)
+def test_gpt_oss_what_is_no_message_stays_as_written(text):
+    message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
+    if "<|call|>" in text:
+        assert _calls(message) == [("add", {"a": "<|start|>assistant"})]
+    else:
+        assert message["tool_calls"] == [] and message["content"] == text.strip()
+
+
+def test_gpt_oss_strict_reading_keeps_to_the_template_s_order():
+    """The grammars keep to the template's form: strict reading does too."""
+    module = _module("openai_gpt_oss_120b")
+    reordered = '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>'
+    with pytest.raises(ValueError):
+        module.parse(reordered, strict=True)
+    canonical = ' to=functions.add<|channel|>commentary json<|message|>{"a": 1}<|call|>'
+    assert _calls(module.parse(canonical, strict=True)) == [("add", {"a": 1})]
+
+
+def test_other_content_headers_end_as_headers_do():
+    patched = _patched(
+        "openai_gpt_oss_120b", "messages.content_also", ["<|channel|>commentary"], evidence="e"
+    )
+    with pytest.raises(SpecError, match=r"messages\.content_also\.0"):
+        model.build(patched, slug="x", origin="x.yaml")

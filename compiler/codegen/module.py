@@ -201,6 +201,10 @@ def slots(fmt: models.Format) -> dict[str, Any]:
         CONTENT_END=content.end if content.wrapped else "",
         CONTENT_OPENED=dict(zip((True, False), content.opened_by_prompt, strict=True)),
         HAS_CALLS=calls is not None,
+        MESSAGE_OPENER=fmt.messages.opener if fmt.messages else "",
+        HEADER_END=fmt.messages.header_end if fmt.messages else "",
+        MESSAGE_END=fmt.messages.end if fmt.messages else "",
+        CONTENT_HEADERS=(content.start, *fmt.messages.content_also) if fmt.messages and content.wrapped else (),
         TOOL_NAME_RULE=gbnf.NAME_RULE,
     )
     values.update(_prepare_slots(fmt.polyfills))

@@ -39,6 +39,16 @@ CONTENT_END: str = ""
 # starts inside the content, which CONTENT_END ends.
 CONTENT_OPENED: dict[bool, bool] = {True: False, False: False}
 
+# --- a turn written as several messages (the spec's ``messages``) -------------------
+# What opens each message after the first (the prompt writes the first's), and what
+# ends a message's header; "" where a turn is one message.
+MESSAGE_OPENER: str = ""
+HEADER_END: str = ""
+MESSAGE_END: str = ""  # what ends a message that another follows, besides STOP
+# The headers whose message is content: the content's opener, then the others real
+# outputs write (overrides).
+CONTENT_HEADERS: tuple[str, ...] = ()
+
 # --- tool calls --------------------------------------------------------------------
 HAS_CALLS: bool = False
 BARE_CALLS: bool = False  # nothing marks a call: the whole output is calls or content

@@ -13,6 +13,7 @@ from .format import (
     CONTENT_WRAPPED,
     HAS_CALLS,
     HAS_REASONING,
+    MESSAGE_OPENER,
     REASONING_END,
     REASONING_START,
     SECTION_BEFORE_CONTENT,
@@ -23,6 +24,7 @@ from .stream import _past_broken
 from .text import (
     _SEEK,
     _before_break,
+    _in_messages,
     _opened_by_prompt,
     _opener,
     _skip_space,
@@ -101,6 +103,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if MESSAGE_OPENER and not strict:
+        # a turn of several messages, as the template writes one (the grammars keep
+        # to the template's: strict reading too)
+        text = _in_messages(text)
     rest = _strip_stop(text)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None

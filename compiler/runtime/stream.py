@@ -52,6 +52,7 @@ from .format import (
     KEY_ALSO,
     KEY_ESCAPES,
     LITERAL,
+    MESSAGE_OPENER,
     NAME_ESCAPES,
     NAME_IS_KEY,
     NAME_PATH,
@@ -85,6 +86,7 @@ from .text import (
     _good_name,
     _match,
     _maybe_stop,
+    _Messages,
     _name_end,
     _opened_by_prompt,
     _opener,
@@ -327,7 +329,9 @@ class StreamParser:
         )
         self._maybe_reasoning = []  # text that is reasoning only if a delimiter follows it
         # Whether the prompt wrote the content's opener: its closer ends the content.
-        self._content_opened = CONTENT_WRAPPED and CONTENT_OPENED[bool(enable_thinking)]
+        self._content_opened = (
+            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+        )
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -365,9 +369,15 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        if MESSAGE_OPENER:
+            # A turn of several messages, written as the template writes one turn
+            # before the reader reads it (None once finish() has written the rest).
+            self._messages = _Messages()
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
+            chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
         if run is not None and type(chunk) is str:
             deltas = run(chunk)
@@ -383,8 +393,12 @@ class StreamParser:
             # again as content) costs time in proportion to the piece, not to all
             # that came with it.
             deltas = []
+            if MESSAGE_OPENER:
+                messages, self._messages = self._messages, None  # (written already)
             for at in range(0, len(chunk), _FEED_PIECE):
                 deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            if MESSAGE_OPENER:
+                self._messages = messages
             return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
@@ -397,6 +411,10 @@ class StreamParser:
 
     def finish(self):
         """The remaining deltas, once the output has ended."""
+        early = []
+        if MESSAGE_OPENER and self._messages is not None and not self._eof:
+            rest, self._messages = self._messages.finish(), None
+            early = self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -410,7 +428,7 @@ class StreamParser:
                 self._pending = trimmed
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
-        return self._take()
+        return early + self._take()
 
     def _step(self):
         try:
@@ -1118,9 +1136,10 @@ class StreamParser:
     def _read_calls(self):
         """The calls from here on; raises _Broken when the first is not
         well-formed."""
-        for prefix in CALL_PREFIXES:
-            if (yield from self._literal(prefix)):
-                break
+        if CALL_PREFIXES:
+            for prefix in CALL_PREFIXES:
+                if (yield from self._literal(prefix)):
+                    break
         if SECTION_START and not (yield from self._literal(SECTION_START)):
             raise _Broken
         count = 0

@@ -307,15 +307,33 @@ def decode_tool_label(text, thinking):
     return None, rest.removeprefix("答复："), calls
 
 
+def decode_relay(text, thinking):
+    reasoning, content, calls = None, [], []
+    for message in text.split("<|m|>bot"):  # the prompt opened the first
+        header, _, body = message.partition("<|body|>")
+        body = body.removesuffix("<|stop|>").removesuffix("<|invoke|>")
+        if header == "<|lane|>scratch":
+            reasoning = body
+        elif header == "<|lane|>reply":
+            content.append(body)
+        elif header.startswith(" for=tools."):
+            name = header.removeprefix(" for=tools.").partition("<|lane|>")[0]
+            calls.append((None, name, json.loads(body)))
+        else:
+            assert not message, f"no message: {message!r}"
+    return reasoning, "".join(content), calls
+
+
 @dataclass(frozen=True)
 class Format:
-    end_of_turn: str
+    end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
     decode: Callable
     reasoning: bool = False  # renders reasoning_content
     toggle: bool = False  # the prompt depends on enable_thinking
     string_arguments: bool = True  # False: refuses (raise_exception) arguments given as text
     ids: bool = False  # writes the call ids
     result_ids: bool = False  # writes tool_call_id in tool results
+    message_end: str = ""  # what ends a user's message, where it is not end_of_turn
 
 
 FORMATS = {
@@ -339,6 +357,8 @@ FORMATS = {
     "reopen_turn": Format("[done]", decode_reopen),
     "deliberate_switch": Format("<|close|>", decode_deliberate),
     "tool_label": Format("<|reply_end|>", decode_tool_label),
+    "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
+                             message_end="<|stop|>"),
 }
 
 
@@ -367,8 +387,10 @@ def model_text(template: ChatTemplate, fmt: Format, message: dict, thinking: boo
         return None
     assert full.startswith(prefix), "the conversation does not extend the prompt"
     text = full[len(prefix):].rstrip()
-    assert text.endswith(fmt.end_of_turn), f"no end-of-turn marker: {text[-40:]!r}"
-    return text[: -len(fmt.end_of_turn)]
+    ends = fmt.end_of_turn if isinstance(fmt.end_of_turn, tuple) else (fmt.end_of_turn,)
+    end = next((end for end in ends if text.endswith(end)), None)
+    assert end is not None, f"no end-of-turn marker: {text[-40:]!r}"
+    return text[: -len(end)]
 
 
 def expected(message: dict, fmt: Format):
@@ -414,7 +436,7 @@ def test_prompt_has_system_tools_results_and_generation_prompt(path):
     prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
     generation = prompt[len(without):]
     assert prompt.startswith(without) and generation.strip(), "no generation prompt"
-    assert SYSTEM in without and USER + fmt.end_of_turn in without
+    assert SYSTEM in without and USER + (fmt.message_end or fmt.end_of_turn) in without
     for tool in TOOLS:  # the definitions, not just the names
         for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
                 tool["function"]["name"]]):
