@@ -92,7 +92,9 @@ def test_content_closer_is_not_a_stop_string(compiled):
     out, _ = compiled
     for slug, parser in _parsers(out).items():
         content = parser.SPEC["content"]
-        if content["start"]:
+        if content["start"] and content["mode"] != "wrapped_with_tools" and not parser.SPEC.get("messages"):
+            # (a label opens the content and nothing closes it; in a turn of
+            # messages, the message's end closes it)
             assert content["end"], slug
             assert content["end"] not in parser.STOP, slug
 
