@@ -33,7 +33,7 @@ class ContentResult:
     review: list[dict] = field(default_factory=list)
 
     def section(self) -> dict:
-        found = {"mode": self.mode, "start": self.start, "end": self.end}
+        found: dict = {"mode": self.mode, "start": self.start, "end": self.end}
         if any(self.opened_by_prompt.values()):
             found["opened_by_prompt"] = {
                 "thinking_on": self.opened_by_prompt[True],

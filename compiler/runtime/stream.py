@@ -372,7 +372,7 @@ class StreamParser:
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
-            self._messages = _Messages()
+            self._messages: _Messages | None = _Messages()
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
@@ -411,7 +411,7 @@ class StreamParser:
 
     def finish(self):
         """The remaining deltas, once the output has ended."""
-        early = []
+        early: list = []
         if MESSAGE_OPENER and self._messages is not None and not self._eof:
             rest, self._messages = self._messages.finish(), None
             early = self.feed(rest)
