@@ -506,6 +506,10 @@ class _Lark:
         else:
             opener = WS + rx(content.start)
             options = self.region("content", content.end, opener, mode)
+            if any(content.opened_by_prompt):
+                # The prompt may write the opener (with one thinking setting): the
+                # output starts inside the content, which its closer ends.
+                options += self.region("content", content.end, "", mode)
             if not content.always_wrapped:
                 # The opener is written only after reasoning (or only where tools are
                 # given): bare text is content too.

@@ -77,8 +77,7 @@ def _read_content(text, strict, opened=False):
     stripped = text.lstrip()
     if stripped.startswith(CONTENT_START):
         body = stripped[len(CONTENT_START) :]
-    elif opened and not strict:
-        # (the grammars keep to the opener: strict reading asks for it)
+    elif opened:
         body = stripped
     else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
