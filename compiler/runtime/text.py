@@ -471,7 +471,9 @@ def _header_heads():
 _HEADER_HEADS = _header_heads() if MESSAGE_OPENER else ()
 # Whether the template opens a message for each call after the first (the separator
 # ends with the opener).
-_OPENS_CALL = bool(MESSAGE_OPENER) and CALL_SEPARATOR.strip().endswith(MESSAGE_OPENER.strip())
+_OPENS_CALL = bool(MESSAGE_OPENER) and CALL_SEPARATOR.strip().endswith(
+    MESSAGE_OPENER.strip()
+)
 
 
 def _in_order(header):
@@ -520,7 +522,9 @@ def _before_opener(text):
 
 def _opener_tails():
     """A message's opener, and each end of a message followed by it."""
-    return (MESSAGE_OPENER,) + tuple(marker + MESSAGE_OPENER for marker in _MESSAGE_ENDS)
+    return (MESSAGE_OPENER,) + tuple(
+        marker + MESSAGE_OPENER for marker in _MESSAGE_ENDS
+    )
 
 
 _OPENER_TAILS = _opener_tails() if MESSAGE_OPENER else ()
