@@ -208,14 +208,20 @@ _REASONING_STOPS = (
 _CONTENT_STOPS = (
     _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
     if TRIGGER_ALSO
-    else _stops(_SEEK, CONTENT_END, TURN_BREAK) if TURN_BREAK else _stops(_SEEK, CONTENT_END)
+    else (
+        _stops(_SEEK, CONTENT_END, TURN_BREAK)
+        if TURN_BREAK
+        else _stops(_SEEK, CONTENT_END)
+    )
 )
 # ... and of content that is a unit of the turn (CONTENT_AS_UNIT), which a call
 # separator may end.
 _UNIT_STOPS = _stops(_SEPARATOR_SEEK)
 # ... and of text after calls, where end-of-turn markers are dropped.
 _AFTER_STOPS = (
-    _stops(*_SEEKS, *END_AFTER_CALLS) if TRIGGER_ALSO else _stops(_SEEK, *END_AFTER_CALLS)
+    _stops(*_SEEKS, *END_AFTER_CALLS)
+    if TRIGGER_ALSO
+    else _stops(_SEEK, *END_AFTER_CALLS)
 )
 
 
@@ -327,7 +333,9 @@ class StreamParser:
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
-        self._maybe_reasoning = []  # text that is reasoning only if a delimiter follows it
+        self._maybe_reasoning = (
+            []
+        )  # text that is reasoning only if a delimiter follows it
         # Whether the prompt wrote the content's opener: its closer ends the content.
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
@@ -631,7 +639,9 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        yield from self._read_plain(bool((opener or self._content_opened) and CONTENT_END))
+        yield from self._read_plain(
+            bool((opener or self._content_opened) and CONTENT_END)
+        )
 
     def _read_plain(self, closing):
         """Content with no calls in it."""
@@ -665,7 +675,9 @@ class StreamParser:
             yield from self._open_section()
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
-        closing = bool((opener or (self._content_opened and not called)) and CONTENT_END)
+        closing = bool(
+            (opener or (self._content_opened and not called)) and CONTENT_END
+        )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -683,7 +695,9 @@ class StreamParser:
                 # The closer is dropped unless it may be part of a trigger.
                 end = pending.find(CONTENT_END)
                 if TRIGGER_ALSO:
-                    limit = at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
+                    limit = (
+                        at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
+                    )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
                 if end >= 0 and end + len(CONTENT_END) <= limit:
@@ -1295,7 +1309,12 @@ class StreamParser:
                 key = KEY_ALSO.get(key, key)
             if key in members:
                 raise _Broken
-            if FLAT_FIELDS and CALL_MEMBERS and not NAME_IS_KEY and (key,) not in CALL_MEMBERS:
+            if (
+                FLAT_FIELDS
+                and CALL_MEMBERS
+                and not NAME_IS_KEY
+                and (key,) not in CALL_MEMBERS
+            ):
                 raise _Broken  # a member the template never writes
             yield from self._json_space()
             if (yield from self._next_char()) != ":":
@@ -1734,7 +1753,9 @@ class StreamParser:
                 try:
                     value = _load(text, LITERAL)
                 except ValueError:
-                    value = text[len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)]
+                    value = text[
+                        len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)
+                    ]
             else:
                 value = _typed(text, kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))
