@@ -109,6 +109,8 @@ class Content:
     mode: str
     start: str  # "" where content is bare
     end: str  # "" where no marker closes it
+    # Whether the prompt writes the opener, (thinking on, thinking off).
+    opened_by_prompt: tuple[bool, bool] = (False, False)
 
     @property
     def wrapped(self) -> bool:
@@ -123,7 +125,10 @@ class Content:
         if not self.wrapped:
             return "plain text"
         closer = f" ... {self.end!r}" if self.end else ""
-        when = "always" if self.always_wrapped else "after reasoning"
+        when = {
+            "always_wrapped": "always",
+            "wrapped_with_tools": "where tools are given",
+        }.get(self.mode, "after reasoning")
         return f"{self.start!r}{closer} ({when})"
 
 
@@ -148,6 +153,8 @@ class JsonCall:
     literal: str  # "json" or "python"
     arguments_as_string: bool = False  # the arguments are a string holding JSON
     other: tuple[tuple[str, ...], ...] = ()  # members written beside these (an index)
+    # Other names real outputs give a top-level member (overrides): (key, names).
+    key_also: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def members(self) -> tuple[tuple[str, ...], ...]:
@@ -311,6 +318,9 @@ class Calls:
     turn_break: str = ""
     # Other openers real outputs start a call with (overrides): tried after ``start``.
     start_also: tuple[str, ...] = ()
+    # Markers real outputs write before a turn's calls where the template writes
+    # none (overrides): dropped there.
+    prefix_also: tuple[str, ...] = ()
 
     @property
     def output_shape(self) -> list | None:
@@ -339,10 +349,15 @@ class Calls:
     def triggers_also(self) -> tuple[str, ...]:
         """What else calls begin with, besides ``trigger``: the other call openers,
         where no section opener comes before the first call."""
+        prefixes = [text.strip() for text in self.prefix_also]
         if self.opener.strip():
-            return ()
+            return tuple(dict.fromkeys(prefixes))
         return tuple(
-            dict.fromkeys(text.strip() for text in self.start_also if text.strip() != self.trigger)
+            dict.fromkeys(
+                text
+                for text in [t.strip() for t in self.start_also] + prefixes
+                if text != self.trigger
+            )
         )
 
     @property
@@ -411,6 +426,11 @@ class Calls:
         if self.turn_break:
             section += f"; after content, {self.turn_break!r} opens a new turn for the calls"
         also = [f"starting {text!r}" for text in self.start_also]
+        also += [f"{text!r} before the calls" for text in self.prefix_also]
+        if self.json is not None:
+            also += [
+                f"{name!r} for {key!r}" for key, names in self.json.key_also for name in names
+            ]
         for part in self.parts:
             also += [f"{text!r} after <{part.hole}>" for text in part.also]
             if part.optional:
@@ -495,6 +515,23 @@ class Polyfills:
 
 
 @dataclass(frozen=True)
+class Messages:
+    """A turn written as several messages, each with a header (the spec's
+    ``messages``)."""
+
+    opener: str  # opens each message after the first
+    header_end: str  # ends a message's header
+    content_also: tuple[str, ...] = ()  # other headers of content (overrides)
+    end: str = ""  # ends a message another follows ("" where only end-of-turn markers do)
+
+    def describe(self) -> str:
+        text = f"several messages, each after the first opened by {self.opener!r}, headers ending {self.header_end!r}"
+        if self.content_also:
+            text += "; content also under " + ", ".join(map(repr, self.content_also))
+        return text
+
+
+@dataclass(frozen=True)
 class Format:
     """One chat format: what the parser, the stream reader and the grammars read."""
 
@@ -510,6 +547,10 @@ class Format:
     spec: dict  # the resolved spec, as written to the module's SPEC
     tokens: Tokens | None = None  # where the source has a tokenizer
     polyfills: Polyfills = Polyfills()
+    # The template's own thinking variable, which enable_thinking stands for, and
+    # whether thinking is on without it (capabilities.thinking_switch); None: none.
+    thinking_switch: tuple[str, bool] | None = None
+    messages: Messages | None = None  # a turn of several messages (the spec's messages)
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -551,6 +592,14 @@ class Format:
         if self.tokenizer_eos:
             stop = (stop + ", " if stop else "") + "the tokenizer's eos token"
         lines.append(f"End of turn: {stop or 'not marked'}.")
+        if self.messages:
+            lines.append(f"A turn: {self.messages.describe()}.")
+        if self.thinking_switch:
+            name, default = self.thinking_switch
+            lines.append(
+                f"Thinking: switched by the template's {name!r}, which enable_thinking"
+                f" stands for ({'on' if default else 'off'} where a request does not give it)."
+            )
         if self.tokens:
             lines.append(f"Tokens: {self.tokens.describe()}.")
         return lines
@@ -570,6 +619,7 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
     stop = tuple(spec["end_of_turn"]["markers"])
+    switch = spec["capabilities"].get("thinking_switch")
     if tokens is not None:
         # The real eos (and the tokenizer's other end tokens) end a turn too.
         stop += tuple(text for text in tokens.eos_texts if text not in stop)
@@ -586,7 +636,30 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         spec=spec,
         polyfills=polyfills,
         tokens=tokens,
+        thinking_switch=(switch["variable"], switch["default"]) if switch else None,
+        messages=_messages(spec, where),
     )
+
+
+def _messages(spec: dict, where: _Where) -> Messages | None:
+    section = spec.get("messages")
+    if not section:
+        return None
+    found = Messages(
+        section["opener"],
+        section["header_end"],
+        tuple(section.get("content_also") or ()),
+        section.get("end") or "",
+    )
+    for path, text in (("messages.opener", found.opener), ("messages.header_end", found.header_end)):
+        if not text.strip():
+            raise where.fail(path, "a marker must write more than whitespace")
+    if found.content_also and not spec["content"].get("start"):
+        raise where.fail("messages.content_also", "other content headers need the content's opener")
+    for number, text in enumerate(found.content_also):
+        if not text.rstrip().endswith(found.header_end.strip()):
+            raise where.fail(f"messages.content_also.{number}", "a header ends with header_end")
+    return found
 
 
 def _tokens(section: dict | None) -> Tokens | None:
@@ -701,7 +774,13 @@ def _content(section: dict, where: _Where) -> Content:
         raise where.fail("content.start", f"content mode {mode!r} needs a start marker")
     if mode == "plain" and (start or end):
         raise where.fail("content.mode", "plain content has no markers; say always_wrapped")
-    return Content(mode, start, end)
+    opened = section.get("opened_by_prompt") or {}
+    opened_by_prompt = (bool(opened.get("thinking_on")), bool(opened.get("thinking_off")))
+    if any(opened_by_prompt) and not (mode == "always_wrapped" and end):
+        raise where.fail(
+            "content.opened_by_prompt", "a content the prompt opens needs its closer"
+        )
+    return Content(mode, start, end, opened_by_prompt)
 
 
 def _syntax(section: dict | None, where: _Where) -> ValueSyntax | None:
@@ -790,6 +869,25 @@ def _check_written_values(arguments: Arguments, where: _Where) -> None:
         )
 
 
+def _check_key_also(call: JsonCall, where: _Where) -> None:
+    """Other names are read for members the template writes at the top of a call
+    object, and name no member it writes."""
+    written = {path[0] for path in call.members}
+    seen: set[str] = set()
+    for key, names in call.key_also:
+        if call.name_is_key or key not in written:
+            raise where.fail(
+                f"tools.json.key_also.{key}",
+                "not a member the template writes at the top of the call object",
+            )
+        for name in names:
+            if name in written or name in seen:
+                raise where.fail(
+                    f"tools.json.key_also.{key}", f"{name!r} names another member already"
+                )
+            seen.add(name)
+
+
 def _path(dotted: str | None) -> tuple[str, ...] | None:
     return tuple(dotted.split(".")) if dotted else None
 
@@ -818,7 +916,11 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             literal=fields["literal"],
             arguments_as_string=bool(fields.get("arguments_as_string")),
             other=tuple(tuple(path.split(".")) for path in fields.get("other_fields") or ()),
+            key_also=tuple(
+                (key, tuple(names)) for key, names in (fields.get("key_also") or {}).items()
+            ),
         )
+        _check_key_also(json_call, where)
     else:
         if not call.get("parts"):
             raise where.fail("tools.call.parts", "tool format 'tagged' needs the call's parts")
@@ -924,6 +1026,9 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         raise where.fail("tools.call.start_also", "other openers need the call's start")
     if any(not text.strip() for text in start_also):
         raise where.fail("tools.call.start_also", "an opener must write more than whitespace")
+    prefix_also = tuple(call.get("prefix_also") or ())
+    if any(not text.strip() for text in prefix_also):
+        raise where.fail("tools.call.prefix_also", "a marker must write more than whitespace")
     return Calls(
         format=kind,
         section_start=section_markers.get("start") or "",
@@ -940,4 +1045,5 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         turn_break=section.get("turn_break") or "",
         name_escapes=_escapes(call.get("name_escapes"), "tools.call.name_escapes", where),
         start_also=start_also,
+        prefix_also=prefix_also,
     )

@@ -617,6 +617,9 @@ class ChatTemplate:
         self.source = source
         self.path = path
         self.inputs = inputs or RenderInputs()
+        # The variable the template switches thinking with where it reads no
+        # enable_thinking (capabilities.thinking_switch): set to enable_thinking's value.
+        self.thinking_switch: str | None = None
         self.time_limit = time_limit
         self.time_budget = time_budget
         self.spent = 0.0  # seconds the renders took so far
@@ -690,6 +693,8 @@ class ChatTemplate:
             bos_token=self.inputs.bos,
             eos_token=self.inputs.eos,
         )
+        if self.thinking_switch and self.thinking_switch not in extra:
+            context[self.thinking_switch] = enable_thinking
         if tools is not None:
             context["tools"] = copy.deepcopy(tools)
         return self._run(context)

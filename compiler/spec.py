@@ -543,7 +543,25 @@ def _check_override(override: Any, index: int, origin: str) -> tuple[str, Any]:
             raise SpecError(f"{where}: {key} must be a non-empty string")
     if path.split(".")[0] in RESERVED_ROOTS:
         raise SpecError(f"{where}: the overrides list cannot override itself")
+    if "evidence" not in override and _names_other_forms(path, override["value"]):
+        raise SpecError(
+            f"{where}: other forms real outputs write (an '*also' key) need evidence: "
+            "where they show"
+        )
     return path, override["value"]
+
+
+def _names_other_forms(path: str, value: Any) -> bool:
+    """Whether an override sets forms real outputs write beside the template's (a key
+    ending in ``also``, at its path or inside its value): a reviewer must be able to
+    see them written."""
+    if any(step.endswith("also") for step in path.split(".")):
+        return value is not None
+    if isinstance(value, dict):
+        return any(_names_other_forms(str(key), item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_names_other_forms("", item) for item in value)
+    return False
 
 
 def _steps(path: str) -> list[str | int]:

@@ -139,6 +139,20 @@ CONTENT_WRAPPED: bool = _given("CONTENT_WRAPPED", False)
 CONTENT_ALWAYS_WRAPPED: bool = _given("CONTENT_ALWAYS_WRAPPED", False)
 CONTENT_START: str = _given("CONTENT_START", "")
 CONTENT_END: str = _given("CONTENT_END", "")
+# Whether the prompt writes the content's opener, per enable_thinking: the output
+# starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
+
+# --- a turn written as several messages (the spec's ``messages``) -------------------
+# What opens each message after the first (the prompt writes the first's), and what
+# ends a message's header ("" where a turn is one message); what ends a message that
+# another follows, besides STOP.
+MESSAGE_OPENER: str = _given("MESSAGE_OPENER", "")
+HEADER_END: str = _given("HEADER_END", "")
+MESSAGE_END: str = _given("MESSAGE_END", "")
+# The headers whose message is content: the content's opener, then the others real
+# outputs write (overrides).
+CONTENT_HEADERS: tuple[str, ...] = _given("CONTENT_HEADERS", ())
 
 # --- tool calls --------------------------------------------------------------------
 HAS_CALLS: bool = _given("HAS_CALLS", False)
@@ -156,6 +170,9 @@ CALL_START: str = _given("CALL_START", "")
 # first; () where there are none. TRIGGER_ALSO: what else calls begin with.
 CALL_STARTS: tuple[str, ...] = _given("CALL_STARTS", ())
 TRIGGER_ALSO: tuple[str, ...] = _given("TRIGGER_ALSO", ())
+# Markers real outputs write before a turn's calls where the template writes none
+# (overrides): one is dropped there.
+CALL_PREFIXES: tuple[str, ...] = _given("CALL_PREFIXES", ())
 # After a JSON call's object; between calls.
 CALL_END: str = _given("CALL_END", "")
 CALL_SEPARATOR: str = _given("CALL_SEPARATOR", "")
@@ -182,6 +199,9 @@ NAME_PATH: tuple[str, ...] = _given("NAME_PATH", ())
 ARGUMENTS_PATH: tuple[str, ...] = _given("ARGUMENTS_PATH", ())
 ID_PATH: tuple[str, ...] = _given("ID_PATH", ())
 CALL_MEMBERS: tuple[tuple[str, ...], ...] = _given("CALL_MEMBERS", ())
+# Other names real outputs give a top-level member (overrides): name -> the key the
+# template writes.
+KEY_ALSO: dict[str, str] = _given("KEY_ALSO", {})
 
 # A call written as text with holes: each hole, the literal after it, and the other
 # literals real outputs end it with (overrides), each with how many parts it skips.
@@ -778,6 +798,214 @@ def _opener(text):
         if text.startswith(start):
             return len(start)
     return 0
+
+
+# --- a turn written as several messages (MESSAGE_OPENER) ------------------------------
+
+# How far a message's header may reach: a name of 256 characters and the parts around it.
+_HEADER_LIMIT = 512
+
+
+def _header_heads():
+    """What a message's header may begin with: what the headers the format writes
+    (the reasoning's, the content's, a call's after its name) begin with alike, or
+    where they begin unlike, the first piece of each; and a call's opener."""
+    headers = [*REASONING_STARTS, *CONTENT_HEADERS]
+    for hole, after, options in CALL_PARTS:
+        if hole == "name":
+            headers += [after] + [text for text, _ in options]
+    headers = [header.strip() for header in headers if header.strip()]
+    common = min(headers, key=len) if headers else ""
+    for header in headers:
+        while not header.startswith(common):
+            common = common[:-1]
+    heads = [common] if common else list(map(_head, headers))
+    heads += map(_head, CALL_STARTS or (CALL_START,))
+    return tuple(dict.fromkeys(head for head in heads if head))
+
+
+_HEADER_HEADS = _header_heads() if MESSAGE_OPENER else ()
+# Whether the template opens a message for each call after the first (the separator
+# ends with the opener).
+_OPENS_CALL = bool(MESSAGE_OPENER) and CALL_SEPARATOR.strip().endswith(
+    MESSAGE_OPENER.strip()
+)
+
+
+def _in_order(header):
+    """A message's header with a call's opener and name (its recipient) first, as
+    the template writes them, where the model wrote other parts before them."""
+    for start in CALL_STARTS or (CALL_START,):
+        core = start.strip()
+        at = header.find(core) if core else -1
+        if at <= 0 or not header[at - 1].isspace():
+            continue  # none, first already, or inside a word
+        begin = len(header[:at].rstrip())
+        end = _word_end(header, at + len(core))
+        if end < 0:
+            return header
+        return header[begin:end] + header[:begin] + header[end:]
+    return header
+
+
+def _kind_of(header):
+    """What a message with this header (its end included) holds: "reasoning",
+    "content", "call", or "" for a header the format does not write."""
+    for kind, starts in (("reasoning", REASONING_STARTS), ("content", CONTENT_HEADERS)):
+        if any(_match(header, 0, start) == len(header) for start in starts):
+            return kind
+    if any(_match(header, 0, start) >= 0 for start in CALL_STARTS or (CALL_START,)):
+        return "call"
+    return ""
+
+
+def _message_ends():
+    """What ends a message another one follows: the format's message end, an
+    end-of-turn marker."""
+    return tuple(marker for marker in (MESSAGE_END, *STOP) if marker)
+
+
+_MESSAGE_ENDS = _message_ends() if MESSAGE_OPENER else ()
+
+
+def _before_opener(text):
+    """How much of ``text`` (inside a message) can be written: all but a tail that
+    may still become the next message's opener, or what ends a message and it."""
+    pattern, reach = _tail_pattern(_OPENER_TAILS)
+    found = pattern.search(text, max(0, len(text) - reach))
+    return found.start() if found else len(text)
+
+
+def _opener_tails():
+    """A message's opener, and each end of a message followed by it."""
+    return (MESSAGE_OPENER,) + tuple(
+        marker + MESSAGE_OPENER for marker in _MESSAGE_ENDS
+    )
+
+
+_OPENER_TAILS = _opener_tails() if MESSAGE_OPENER else ()
+
+
+class _Messages:
+    """A turn the model wrote as several messages, written as the template writes
+    one turn, for the readers.
+
+    Each message after the first opens with MESSAGE_OPENER (the prompt opened the
+    first) and has a header, up to HEADER_END, that says what it holds. A call's
+    opener and name written after other parts of the header are written first; a
+    header whose message holds content is written as the content's opener; and
+    where one message follows another, what stands between them is written as the
+    template writes those parts of one turn: between two calls the template's
+    separator, between a call and the content after it nothing but the call's
+    closer; between content and a call after it, or two messages of content, a
+    line break (what ends the content's message and the opener dropped): texts of
+    the answer written apart are joined as lines. After
+    reasoning, and where a header is none the format writes, the text stays as it
+    is. Fed in pieces or whole it writes the same text: parse reads what it writes
+    of the whole output, the stream what it writes as the output arrives."""
+
+    def __init__(self):
+        self._pending = ""  # read, not yet written
+        self._head = True  # the pending text starts where a message does
+        self._first = True  # ... the first message
+        self._kind = ""  # what the message read last holds (_kind_of)
+        self._between = ""  # the end-of-turn marker before the next message's opener
+        self._looked = 0  # how much of a header-to-be has been looked through
+        self._space = []  # the whitespace before a header-to-be (set aside as it comes)
+
+    def feed(self, chunk):
+        self._pending += chunk
+        return self._write(False)
+
+    def finish(self):
+        return self._write(True)
+
+    def _write(self, final):
+        written = []
+        while True:
+            if self._head:
+                text = self._header(final)
+                if text is None:
+                    break  # more text decides
+                written.append(text)
+                continue
+            pending = self._pending
+            at = pending.find(MESSAGE_OPENER)
+            if at < 0:
+                keep = len(pending) if final else _before_opener(pending)
+                written.append(pending[:keep])
+                self._pending = pending[keep:]
+                break
+            self._between = ""
+            for end in _MESSAGE_ENDS:
+                if pending.endswith(end, 0, at):
+                    self._between = end
+                    break
+            written.append(pending[: at - len(self._between)])
+            self._pending = pending[at + len(MESSAGE_OPENER) :]
+            self._head, self._looked = True, 0
+        return "".join(written)
+
+    def _header(self, final):
+        """At a message's start: the text for what stands before it and its header,
+        once more text cannot change it (None until then)."""
+        lead = _skip_space(self._pending, 0)
+        if lead:
+            self._space.append(self._pending[:lead])
+            self._pending = self._pending[lead:]
+        head = self._pending
+        end = -1
+        if any(head.startswith(first) for first in _HEADER_HEADS):
+            # (what was looked through while more text was awaited is not again)
+            looked = max(0, self._looked - len(HEADER_END) - len(MESSAGE_OPENER))
+            end = head.find(HEADER_END, looked, _HEADER_LIMIT)
+            reach = end if end >= 0 else _HEADER_LIMIT
+            if head.find(MESSAGE_OPENER, looked, reach) >= 0:
+                end = -2  # a message opens before this header would end: none
+            elif end < 0 and not final and len(head) < _HEADER_LIMIT:
+                self._looked = len(head)
+                return None
+        elif not final and (not head or _undecided(head, _HEADER_HEADS)):
+            return None
+        self._head = False
+        space = "".join(self._space)
+        self._space = []
+        if end < 0:
+            # No header: the text stays as it is.
+            text = "" if self._first else self._between + MESSAGE_OPENER
+            self._first, self._kind, self._between = False, "", ""
+            self._pending = space + head
+            return text
+        header = _in_order(head[: end + len(HEADER_END)])
+        self._pending = head[end + len(HEADER_END) :]
+        kind = _kind_of(header)
+        text = self._joined(kind, space, header)
+        self._first, self._kind, self._between = False, kind, ""
+        return text
+
+    def _joined(self, kind, space, header):
+        """What is written for the boundary before a message of ``kind`` and its
+        ``header`` (``space``: the whitespace written before the header)."""
+        if kind == "content":
+            header = CONTENT_START
+        if self._first:
+            return space + header
+        before, previous = self._between, self._kind
+        if previous == "call" and kind == "call" and _OPENS_CALL:
+            return before + MESSAGE_OPENER + space + header  # as the template writes it
+        if previous == "call" and kind in ("call", "content"):
+            return before + (CALL_SEPARATOR + header if kind == "call" else "")
+        if previous == "content" and kind == "call":
+            return "\n" + header.lstrip()
+        if previous == "content" and kind == "content":
+            return "\n"
+        return before + MESSAGE_OPENER + space + header
+
+
+def _in_messages(text):
+    """``text`` as _Messages writes it, read whole."""
+    messages = _Messages()
+    return messages.feed(text) + messages.finish()
 
 
 # ------------------------------------------------------------------------------
@@ -1819,6 +2047,8 @@ def _after_calls():
 
 def _read_calls(text, at, types):
     """The calls written from ``at`` on: (calls, end), or None."""
+    if CALL_PREFIXES:
+        at = _past_prefix(text, at)
     if SECTION_START:
         at = _match(text, at, SECTION_START)
         if at < 0:
@@ -1855,6 +2085,28 @@ def _read_calls(text, at, types):
             at = end
             break
     return calls, at
+
+
+def _past_prefix(text, at):
+    """Past a marker real outputs write before the calls (CALL_PREFIXES), the first
+    of them written at ``at``; else ``at``."""
+    for prefix in CALL_PREFIXES:
+        end = _match(text, at, prefix)
+        if end >= 0:
+            return end
+    return at
+
+
+def _as_written(members):
+    """A call object's members with the other names real outputs give them
+    (KEY_ALSO) as the template names them; None where two name one member."""
+    renamed = {}
+    for key, value in members.items():
+        key = KEY_ALSO.get(key, key)
+        if key in renamed:
+            return None
+        renamed[key] = value
+    return renamed
 
 
 def _member(members, path):
@@ -1919,6 +2171,10 @@ def _read_json_call(text, at, types):
     if found is None:
         return None
     members, end = found
+    if KEY_ALSO:
+        members = _as_written(members)
+        if members is None:
+            return None
     if NAME_IS_KEY:
         if len(members) != 1:
             return None
@@ -1962,6 +2218,10 @@ def _read_literal_call(text, at, types):
     if found is None:
         return None
     value, _, end = found
+    if KEY_ALSO and isinstance(value, dict):
+        value = _as_written(value)
+        if value is None:
+            return None
     if NAME_IS_KEY:
         if len(value) != 1:
             return None
@@ -2652,14 +2912,18 @@ def _split_reasoning(text, opened, strict=False, types=None):
     return body[:end].strip() or None, body[end + len(REASONING_END) :]
 
 
-def _read_content(text, strict):
-    """The content between its markers; text outside them is kept."""
+def _read_content(text, strict, opened=False):
+    """The content between its markers; text outside them is kept. ``opened``: the
+    prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if not stripped.startswith(CONTENT_START):
+    if stripped.startswith(CONTENT_START):
+        body = stripped[len(CONTENT_START) :]
+    elif opened:
+        body = stripped
+    else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    body = stripped[len(CONTENT_START) :]
     if not CONTENT_END:
         return body.strip()
     end = body.find(CONTENT_END)
@@ -2679,6 +2943,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if MESSAGE_OPENER and not strict:
+        # a turn of several messages, as the template writes one (the grammars keep
+        # to the template's: strict reading too)
+        text = _in_messages(text)
     rest = _strip_stop(text)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
@@ -2703,7 +2971,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         for _, piece in pieces:
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
-    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
+    if CONTENT_WRAPPED:
+        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+    else:
+        content = rest.strip()
     if pieces:
         # text between and after the calls joins as it is written around them
         parts = [content] if content else []
@@ -2970,9 +3241,12 @@ class StreamParser:
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
-        self._maybe_reasoning = (
-            []
-        )  # text that is reasoning only if a delimiter follows it
+        # Text that is reasoning only if a delimiter follows it.
+        self._maybe_reasoning = []
+        # Whether the prompt wrote the content's opener: its closer ends the content.
+        self._content_opened = (
+            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+        )
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -3013,9 +3287,15 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        if MESSAGE_OPENER:
+            # A turn of several messages, written as the template writes one turn
+            # before the reader reads it (None once finish() has written the rest).
+            self._messages: _Messages | None = _Messages()
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
+            chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
         if run is not None and type(chunk) is str:
             deltas = run(chunk)
@@ -3031,8 +3311,12 @@ class StreamParser:
             # again as content) costs time in proportion to the piece, not to all
             # that came with it.
             deltas = []
+            if MESSAGE_OPENER:
+                messages, self._messages = self._messages, None  # (written already)
             for at in range(0, len(chunk), _FEED_PIECE):
                 deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            if MESSAGE_OPENER:
+                self._messages = messages
             return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
@@ -3045,6 +3329,10 @@ class StreamParser:
 
     def finish(self):
         """The remaining deltas, once the output has ended."""
+        early: list = []
+        if MESSAGE_OPENER and self._messages is not None and not self._eof:
+            rest, self._messages = self._messages.finish(), None
+            early = self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -3058,7 +3346,7 @@ class StreamParser:
                 self._pending = trimmed
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
-        return self._take()
+        return early + self._take()
 
     def _step(self):
         try:
@@ -3280,7 +3568,9 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        yield from self._read_plain(bool(opener and CONTENT_END))
+        yield from self._read_plain(
+            bool((opener or self._content_opened) and CONTENT_END)
+        )
 
     def _read_plain(self, closing):
         """Content with no calls in it."""
@@ -3314,7 +3604,9 @@ class StreamParser:
             yield from self._open_section()
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
-        closing = bool(opener and CONTENT_END)
+        closing = bool(
+            (opener or (self._content_opened and not called)) and CONTENT_END
+        )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -3395,7 +3687,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        closing = bool((opener or self._content_opened) and CONTENT_END)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 
@@ -3804,6 +4096,10 @@ class StreamParser:
     def _read_calls(self):
         """The calls from here on; raises _Broken when the first is not
         well-formed."""
+        if CALL_PREFIXES:
+            for prefix in CALL_PREFIXES:
+                if (yield from self._literal(prefix)):
+                    break
         if SECTION_START and not (yield from self._literal(SECTION_START)):
             raise _Broken
         count = 0
@@ -3955,6 +4251,8 @@ class StreamParser:
             if (yield from self._next_char()) != '"':
                 raise _Broken
             key = _decoded((yield from self._json_value()))
+            if KEY_ALSO:
+                key = KEY_ALSO.get(key, key)
             if key in members:
                 raise _Broken
             if (

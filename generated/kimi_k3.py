@@ -1,9 +1,10 @@
 """Output parser for the 'kimi_k3' chat format.
 
-Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens the block with thinking on and thinking off).
+Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens the block with thinking on).
 Content: '<|open|>response<|sep|>' ... '<|close|>response<|sep|>' (always).
 Tool calls: tagged: '<|open|>call tool="' + <name> + '" index="' + <index> + '"<|sep|>' + <arguments> + '<|close|>call<|sep|>', separated by ''; section '<|open|>tools<|sep|>' ... '<|close|>tools<|sep|>'.
 End of turn: '<|close|>message<|sep|><|end_of_msg|>'.
+Thinking: switched by the template's 'thinking', which enable_thinking stands for (on where a request does not give it).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -66,12 +67,13 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<|open|>think<|sep|>"
 REASONING_STARTS: tuple[str, ...] = ("<|open|>think<|sep|>",)
 REASONING_END: str = "<|close|>think<|sep|>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
+OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
+OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
 CONTENT_WRAPPED: bool = True
 CONTENT_ALWAYS_WRAPPED: bool = True
 CONTENT_START: str = "<|open|>response<|sep|>"
 CONTENT_END: str = "<|close|>response<|sep|>"
+CONTENT_OPENED: dict[bool, bool] = {True: False, False: True}
 HAS_CALLS: bool = True
 TRIGGER: str = "<|open|>tools<|sep|>"
 SECTION_START: str = "<|open|>tools<|sep|>"
@@ -133,7 +135,7 @@ SPEC = {
         "requires_non_null_content": False,
         "typed_content_blocks": True,
         "reasoning_field": "reasoning_content",
-        "thinking_toggle": False,
+        "thinking_toggle": True,
         "undeclared_variables": [
             "attrs",
             "emitted",
@@ -150,17 +152,19 @@ SPEC = {
             "thinking_effort",
             "tool_name",
         ],
+        "thinking_switch": {"variable": "thinking", "default": True},
     },
     "reasoning": {
         "mode": "forced_open",
         "start": "<|open|>think<|sep|>",
         "end": "<|close|>think<|sep|>",
-        "opened_by_prompt": {"thinking_on": True, "thinking_off": True},
+        "opened_by_prompt": {"thinking_on": True, "thinking_off": False},
     },
     "content": {
         "mode": "always_wrapped",
         "start": "<|open|>response<|sep|>",
         "end": "<|close|>response<|sep|>",
+        "opened_by_prompt": {"thinking_on": False, "thinking_off": True},
     },
     "tools": {
         "format": "tagged",
@@ -443,7 +447,220 @@ GBNF = (
 )
 
 # ... and thinking off.
-_GRAMMAR_NO_THINKING = GBNF
+_GRAMMAR_NO_THINKING = (
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>tools<|s" content-trig-from-16b | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>tools<|s" content-trig-from-16b )\n'
+    'content-body-from-16a ::= ( "e" ( "<" ( "|" ( "s" ( "e" ( "p" ( "|" )? )? )? )? )? )? )?\n'
+    'content-body-from-16b ::= ( "e" ( "p" ( "|" )? )? )?\n'
+    'content-closed-from-16a ::= "e<|sep|>"\n'
+    'content-trig-from-16b ::= "ep|>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
+    'content-body-2-0 ::= [^<co] | "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* content-body-3a-0 | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) content-body-3b-0 | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) content-body-3a-0 | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* content-body-3b-0\n'
+    'content-body-2-1 ::= [<] | "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* content-body-3a-1 | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) content-body-3b-1 | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) content-body-3a-1 | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* content-body-3b-1\n'
+    'content-body-3a-0 ::= [^<l] | "l" content-body-4a-0\n'
+    'content-body-3a-1 ::= [<] | "l" content-body-4a-1\n'
+    'content-body-3a-3a ::= "lose|>response<|" [c]\n'
+    'content-body-3a-3b ::= "lose|>response<|" [o]\n'
+    'content-body-3b-0 ::= [^<p] | "p" content-body-4b-0\n'
+    'content-body-3b-1 ::= [<] | "p" content-body-4b-1\n'
+    'content-body-3b-3a ::= "pen|>tools<|" [c]\n'
+    'content-body-3b-3b ::= "pen|>tools<|" [o]\n'
+    'content-body-4a-0 ::= [^<o] | "o" content-body-5a-0\n'
+    'content-body-4a-1 ::= [<] | "o" content-body-5a-1\n'
+    'content-body-4b-0 ::= [^<e] | "e" content-body-5b-0\n'
+    'content-body-4b-1 ::= [<] | "e" content-body-5b-1\n'
+    'content-body-5a-0 ::= [^<s] | "s" content-body-6a-0\n'
+    'content-body-5a-1 ::= [<] | "s" content-body-6a-1\n'
+    'content-body-5b-0 ::= [^<n] | "n" content-body-6b-0\n'
+    'content-body-5b-1 ::= [<] | "n" content-body-6b-1\n'
+    'content-body-6a-0 ::= [^<e] | "e" content-body-7a-0\n'
+    'content-body-6a-1 ::= [<] | "e" content-body-7a-1\n'
+    'content-body-6b-0 ::= [^<|] | "|" content-body-7b-0\n'
+    'content-body-6b-1 ::= [<] | "|" content-body-7b-1\n'
+    'content-body-7a-0 ::= [^<|] | "|" content-body-8a-0\n'
+    'content-body-7a-1 ::= [<] | "|" content-body-8a-1\n'
+    'content-body-7b-0 ::= [^<>] | ">" content-body-8b-0\n'
+    'content-body-7b-1 ::= [<] | ">" content-body-8b-1\n'
+    'content-body-8a-0 ::= [^<>] | ">" content-body-9a-0\n'
+    'content-body-8a-1 ::= [<] | ">" content-body-9a-1\n'
+    'content-body-8b-0 ::= [^<t] | "t" content-body-9b-0\n'
+    'content-body-8b-1 ::= [<] | "t" content-body-9b-1\n'
+    'content-body-9a-0 ::= [^<r] | "r" content-body-10a-0\n'
+    'content-body-9a-1 ::= [<] | "r" content-body-10a-1\n'
+    'content-body-9b-0 ::= [^<o] | "o" content-body-10b-0\n'
+    'content-body-9b-1 ::= [<] | "o" content-body-10b-1\n'
+    'content-body-10a-0 ::= [^<e] | "e" content-body-11a-0\n'
+    'content-body-10a-1 ::= [<] | "e" content-body-11a-1\n'
+    'content-body-10b-0 ::= [^<o] | "o" content-body-11b-0\n'
+    'content-body-10b-1 ::= [<] | "o" content-body-11b-1\n'
+    'content-body-11a-0 ::= [^<s] | "s" content-body-12a-0\n'
+    'content-body-11a-1 ::= [<] | "s" content-body-12a-1\n'
+    'content-body-11b-0 ::= [^<l] | "l" content-body-12b-0\n'
+    'content-body-11b-1 ::= [<] | "l" content-body-12b-1\n'
+    'content-body-12a-0 ::= [^<p] | "p" content-body-13a-0\n'
+    'content-body-12a-1 ::= [<] | "p" content-body-13a-1\n'
+    'content-body-12b-0 ::= [^<s] | "s" content-body-13b-0\n'
+    'content-body-12b-1 ::= [<] | "s<" content-body-14b-1\n'
+    'content-body-13a-0 ::= [^<o] | "o" content-body-14a-0\n'
+    'content-body-13a-1 ::= [<] | "o" content-body-14a-1\n'
+    'content-body-13b-0 ::= [^<] | "<" content-body-14b-0\n'
+    'content-body-14a-0 ::= [^<n] | "n" content-body-15a-0\n'
+    'content-body-14a-1 ::= [<] | "n" content-body-15a-1\n'
+    'content-body-14b-0 ::= [^<|] | "|" content-body-15b-0\n'
+    'content-body-14b-1 ::= [<] | "|" content-body-15b-1\n'
+    'content-body-15a-0 ::= [^<s] | "s" content-body-16a-0\n'
+    'content-body-15a-1 ::= [<] | "s" content-body-16a-1\n'
+    'content-body-15b-0 ::= [^<cos] | "s" content-body-16b-0\n'
+    'content-body-15b-1 ::= [<] | "s" content-body-16b-1\n'
+    'content-body-16a-0 ::= [^<e] | "e" content-body-17a-0\n'
+    'content-body-16a-1 ::= [<] | "e<" content-body-18a-1\n'
+    'content-body-16b-0 ::= [^<e] | "e" content-body-17b-0\n'
+    'content-body-16b-1 ::= [<] | "e" content-body-17b-1\n'
+    'content-body-17a-0 ::= [^<] | "<" content-body-18a-0\n'
+    'content-body-17b-0 ::= [^<p] | "p" content-body-18b-0\n'
+    'content-body-17b-1 ::= [<] | "p" content-body-18b-1\n'
+    'content-body-18a-0 ::= [^<|] | "|" content-body-19a-0\n'
+    'content-body-18a-1 ::= [<] | "|" content-body-19a-1\n'
+    'content-body-18b-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-18b-1 ::= [<] | "|" [<]\n'
+    'content-body-19a-0 ::= [^<cos] | "s" content-body-20-0\n'
+    'content-body-19a-1 ::= [<] | "s" content-body-20-1\n'
+    'content-body-20-0 ::= [^<e] | "e" content-body-21-0\n'
+    'content-body-20-1 ::= [<] | "e" content-body-21-1\n'
+    'content-body-21-0 ::= [^<p] | "p" content-body-22-0\n'
+    'content-body-21-1 ::= [<] | "p" content-body-22-1\n'
+    'content-body-22-0 ::= [^<|] | "|" [^<>]\n'
+    'content-body-22-1 ::= [<] | "|" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* "<|sep|>"\n'
+    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
+    'argument-attribute-1-0 ::= [^\\"<] | "<" argument-attribute-2-0\n'
+    'argument-attribute-1-1 ::= [\\"] | "<" argument-attribute-2-1\n'
+    'argument-attribute-2-0 ::= [^\\"|] | "|" argument-attribute-3-0\n'
+    'argument-attribute-2-1 ::= [\\"] | "|" argument-attribute-3-1\n'
+    'argument-attribute-3-0 ::= [^\\"s] | "s" argument-attribute-4-0\n'
+    'argument-attribute-3-1 ::= [\\"] | "s" argument-attribute-4-1\n'
+    'argument-attribute-4-0 ::= [^\\"e] | "e" argument-attribute-5-0\n'
+    'argument-attribute-4-1 ::= [\\"] | "e" argument-attribute-5-1\n'
+    'argument-attribute-5-0 ::= [^\\"p] | "p" argument-attribute-6-0\n'
+    'argument-attribute-5-1 ::= [\\"] | "p" argument-attribute-6-1\n'
+    'argument-attribute-6-0 ::= [^\\"|] | "|" [^\\">]\n'
+    'argument-attribute-6-1 ::= [\\"] | "|" [\\"]\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "|c" argument-value-3-3* "lose|>argumen" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= "t<|sep|>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^<|] | "|" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "|" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<c] | "c" argument-value-3-3* argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "c" argument-value-3-3* argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<l] | "l" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "l" argument-value-4-1\n'
+    'argument-value-3-3 ::= "lose|>argument<|" [c]\n'
+    'argument-value-4-0 ::= [^<o] | "o" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "o" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<s] | "s" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "s" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<e] | "e" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "e" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<|] | "|" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "|" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<>] | ">" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | ">" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<g] | "g" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "g" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<u] | "u" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "u" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<m] | "m" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "m" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<e] | "e" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<n] | "n" argument-value-16-0\n'
+    'argument-value-15-1 ::= [<] | "n" argument-value-16-1\n'
+    'argument-value-16-0 ::= [^<t] | "t" argument-value-17-0\n'
+    'argument-value-16-1 ::= [<] | "t<" argument-value-18-1\n'
+    'argument-value-17-0 ::= [^<] | "<" argument-value-18-0\n'
+    'argument-value-18-0 ::= [^<|] | "|" argument-value-19-0\n'
+    'argument-value-18-1 ::= [<] | "|" argument-value-19-1\n'
+    'argument-value-19-0 ::= [^<cs] | "s" argument-value-20-0\n'
+    'argument-value-19-1 ::= [<] | "s" argument-value-20-1\n'
+    'argument-value-20-0 ::= [^<e] | "e" argument-value-21-0\n'
+    'argument-value-20-1 ::= [<] | "e" argument-value-21-1\n'
+    'argument-value-21-0 ::= [^<p] | "p" argument-value-22-0\n'
+    'argument-value-21-1 ::= [<] | "p" argument-value-22-1\n'
+    'argument-value-22-0 ::= [^<|] | "|" [^<>]\n'
+    'argument-value-22-1 ::= [<] | "|" [<]\n'
+    'argument ::= ws "<|open|>argument key=\\"" ws argument-key ws "\\" type=\\"" argument-attribute-closed argument-value-closed\n'
+    'arguments-close ::= ws "<|close|>call<|sep|>"\n'
+    "tool-arguments ::= argument* arguments-close\n"
+    'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
+    "call-next ::= call-next-part tool-arguments\n"
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-full-part ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
+    "calls-full ::= calls-full-part tool-arguments calls-more\n"
+    'content-open-closed ::= ws "<|open|>response<|sep|>" content-closed\n'
+    'content-open-body ::= ws "<|open|>response<|sep|>" content-body end\n'
+    'content-open-trig ::= ws "<|open|>response<|sep|>" content-trig\n'
+    'calls-rest-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
+    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
+    "reply ::= content-open-closed ( calls-full | end ) | content-open-body | content-open-trig calls-rest | content-closed ( calls-full | end ) | content-body end | content-trig calls-rest | calls-full | end\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "c" reasoning-body-3-3* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "t" ( "h" ( "i" ( "n" ( "k" ( "<" ( "|" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|c" reasoning-body-3-3* "lose|>think<|" reasoning-closed-from-16\n'
+    'reasoning-body-from-16 ::= ( "s" ( "e" ( "p" ( "|" )? )? )? )?\n'
+    'reasoning-closed-from-16 ::= "sep|>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^<|] | "|" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "|" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<c] | "c" reasoning-body-3-3* reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "c" reasoning-body-3-3* reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<l] | "l" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "l" reasoning-body-4-1\n'
+    'reasoning-body-3-3 ::= "lose|>think<|" [c]\n'
+    'reasoning-body-4-0 ::= [^<o] | "o" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "o" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<s] | "s" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "s" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<e] | "e" reasoning-body-7-0\n'
+    'reasoning-body-6-1 ::= [<] | "e" reasoning-body-7-1\n'
+    'reasoning-body-7-0 ::= [^<|] | "|" reasoning-body-8-0\n'
+    'reasoning-body-7-1 ::= [<] | "|" reasoning-body-8-1\n'
+    'reasoning-body-8-0 ::= [^<>] | ">" reasoning-body-9-0\n'
+    'reasoning-body-8-1 ::= [<] | ">" reasoning-body-9-1\n'
+    'reasoning-body-9-0 ::= [^<t] | "t" reasoning-body-10-0\n'
+    'reasoning-body-9-1 ::= [<] | "t" reasoning-body-10-1\n'
+    'reasoning-body-10-0 ::= [^<h] | "h" reasoning-body-11-0\n'
+    'reasoning-body-10-1 ::= [<] | "h" reasoning-body-11-1\n'
+    'reasoning-body-11-0 ::= [^<i] | "i" reasoning-body-12-0\n'
+    'reasoning-body-11-1 ::= [<] | "i" reasoning-body-12-1\n'
+    'reasoning-body-12-0 ::= [^<n] | "n" reasoning-body-13-0\n'
+    'reasoning-body-12-1 ::= [<] | "n" reasoning-body-13-1\n'
+    'reasoning-body-13-0 ::= [^<k] | "k" reasoning-body-14-0\n'
+    'reasoning-body-13-1 ::= [<] | "k<" reasoning-body-15-1\n'
+    'reasoning-body-14-0 ::= [^<] | "<" reasoning-body-15-0\n'
+    'reasoning-body-15-0 ::= [^<|] | "|" reasoning-body-16-0\n'
+    'reasoning-body-15-1 ::= [<] | "|" reasoning-body-16-1\n'
+    'reasoning-body-16-0 ::= [^<cs] | "s" reasoning-body-17-0\n'
+    'reasoning-body-16-1 ::= [<] | "s" reasoning-body-17-1\n'
+    'reasoning-body-17-0 ::= [^<e] | "e" reasoning-body-18-0\n'
+    'reasoning-body-17-1 ::= [<] | "e" reasoning-body-18-1\n'
+    'reasoning-body-18-0 ::= [^<p] | "p" reasoning-body-19-0\n'
+    'reasoning-body-18-1 ::= [<] | "p" reasoning-body-19-1\n'
+    'reasoning-body-19-0 ::= [^<|] | "|" [^<>]\n'
+    'reasoning-body-19-1 ::= [<] | "|" [<]\n'
+    'reasoning-open-closed ::= ws "<|open|>think<|sep|>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<|open|>think<|sep|>" reasoning-body end\n'
+)
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
@@ -551,6 +768,23 @@ _GRAMMAR_CHOICES = {
         "content-open-closed": 'ws "<|open|>response<|sep|>" content-closed end',
         "reply": "content-open-closed | content-open-body | end",
     },
+    ("required", True, False): {
+        "root": "reasoning-open-closed reply | reply",
+        "reply": "content-open-closed calls-full | content-open-trig calls-rest | content-closed calls-full | content-trig calls-rest | calls-full",
+    },
+    ("required", False, False): {
+        "root": "reasoning-open-closed reply | reply",
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
+        "calls-full-part-2": "calls-more",
+        "calls-full": "calls-full-part tool-arguments calls-full-part-2",
+        "calls-rest-part-2": "calls-more",
+        "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
+        "reply": "content-open-closed calls-full | content-open-trig calls-rest | content-closed calls-full | content-trig calls-rest | calls-full",
+    },
+    ("none", True, False): {
+        "content-open-closed": 'ws "<|open|>response<|sep|>" content-closed end',
+        "reply": "content-open-closed | content-open-body | content-closed end | content-body end | end",
+    },
     ("auto", False, None): {
         "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
         "calls-root-part-2": "calls-more",
@@ -570,8 +804,8 @@ _STRUCTURAL_TAG: dict = {
         "off": {
             "starts": ["<|open|>think<|sep|>"],
             "end": "<|close|>think<|sep|>",
-            "opened": True,
-            "always": True,
+            "opened": False,
+            "always": False,
         },
     },
     "calls": {
@@ -626,16 +860,19 @@ _LARK = {
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
-        "start: REASONING reply | REASONING_OPEN\n"
+        "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
-    "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | END\n",
+    "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | CONTENT_CLOSED END | CONTENT | END\n",
     "rules": (
         "END: /\\s*(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>\\s*)?/\n"
         "CONTENT_OPEN_CLOSED: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "CONTENT_OPEN: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|open\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
+        "CONTENT_CLOSED: /(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
+        "CONTENT: /(?s:.*)/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
+        "CONTENT_TRIG: /(?s:.*)<\\|open\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /\\s*<\\|close\\|>\\s*tools<\\|sep\\|>(?:\\s*<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>)*\\s*/\n"
@@ -645,11 +882,11 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
-        "start: REASONING reply\n"
+        "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
     ),
-    "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
-    "required": "reply: CONTENT_OPEN_CLOSED calls_full | CONTENT_OPEN_TRIG calls_rest | calls_full\n",
+    "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED (calls_full | END) | CONTENT | CONTENT_TRIG calls_rest | calls_full | END\n",
+    "required": "reply: CONTENT_OPEN_CLOSED calls_full | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED calls_full | CONTENT_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*" index="\\s*[0-9]+\\s*"<\\|sep\\|>/ %%ARGS%% /\\s*<\\|close\\|>\\s*call<\\|sep\\|>/\n',

@@ -267,24 +267,32 @@ def slugs() -> list[str]:
 
 
 def template_for(spec: dict) -> ChatTemplate | None:
+    switch = spec["capabilities"].get("thinking_switch")
     return _template(
-        spec["template"]["path"], json.dumps(spec["render_inputs"], sort_keys=True)
+        spec["template"]["path"],
+        json.dumps(spec["render_inputs"], sort_keys=True),
+        switch["variable"] if switch else None,
     )
 
 
 @functools.lru_cache(maxsize=None)
-def _template(recorded_path: str, inputs_json: str) -> ChatTemplate | None:
+def _template(
+    recorded_path: str, inputs_json: str, thinking_switch: str | None = None
+) -> ChatTemplate | None:
     path = os.path.join(SPECS, recorded_path)  # a spec records it relative to itself
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
     inputs = json.loads(inputs_json)
-    return ChatTemplate(
+    template = ChatTemplate(
         source,
         os.path.relpath(path, ROOT),
         RenderInputs(inputs["bos_token"], inputs["eos_token"], inputs["variables"]),
     )
+    # as the analysis rendered it: enable_thinking sets the template's own switch
+    template.thinking_switch = thinking_switch
+    return template
 
 
 def history(spec: dict) -> list[dict]:

@@ -44,7 +44,10 @@ def _markers(spec: dict) -> list[str]:
     found += [section.get("start"), section.get("end"), call.get("start"), call.get("end")]
     found += [call.get("separator")] + [part["after"] for part in call.get("parts") or ()]
     found += [also for part in call.get("parts") or () for also in part.get("also") or ()]
-    found += list(call.get("start_also") or ())
+    found += list(call.get("start_also") or ()) + list(call.get("prefix_also") or ())
+    messages = spec.get("messages") or {}
+    found += [messages.get("opener"), messages.get("header_end"), messages.get("end")]
+    found += list(messages.get("content_also") or ())
     arguments = tools.get("arguments") or {}
     for key in ("key_prefix", "key_end", "value_start", "value_suffix", "separator"):
         found.append(arguments.get(key))
@@ -60,6 +63,8 @@ def _markers(spec: dict) -> list[str]:
             found += fields[key].split(".")
     for path in fields.get("other_fields") or ():
         found += path.split(".")
+    for names in (fields.get("key_also") or {}).values():
+        found += names
     return sorted({m for m in found if m and m.strip()}, key=len, reverse=True)
 
 

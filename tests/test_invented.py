@@ -89,7 +89,9 @@ def test_content_closer_is_not_a_stop_string(compiled):
     out, _ = compiled
     for slug, parser in _parsers(out).items():
         content = parser.SPEC["content"]
-        if content["start"]:
+        if content["start"] and content["mode"] != "wrapped_with_tools" and not parser.SPEC.get("messages"):
+            # (a label opens the content and nothing closes it; in a turn of
+            # messages, the message's end closes it)
             assert content["end"], slug
             assert content["end"] not in parser.STOP, slug
 
@@ -278,3 +280,143 @@ def test_openai_shaped_calls_lark(compiled, monkeypatch):
     nameless = {"function": {"arguments": call["function"]["arguments"]}}
     for refused in (json.dumps(nameless), one.text[start:end].replace("get_weather", "get_stocks")):
         assert not accepts(grammar, one.text[:start] + refused + one.text[end:]), refused
+def test_a_thinking_switch_of_another_name_reads_reasoning(compiled):
+    """deliberate_switch writes reasoning back only where its own `deliberate` is
+    on (as Hermes 4's `thinking`): the analysis finds the switch, records it, and
+    reads the block it shows; enable_thinking stands for it."""
+    from tests.test_stream import chunkings, merge, stream
+
+    out, _ = compiled
+    parser = _parsers(out)["deliberate_switch"]
+    assert parser.SPEC["capabilities"]["thinking_switch"] == {"variable": "deliberate", "default": False}
+    assert "switched by the template's 'deliberate'" in parser.__doc__
+    call = '<tool_request>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_request>'
+    for text, reasoning, content in [
+        ("<musing>\nIt may rain.\n</musing>\nTake an umbrella.<|close|>", "It may rain.", "Take an umbrella."),
+        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", ""),
+        ("Take an umbrella.", None, "Take an umbrella."),
+    ]:
+        for thinking in (True, False):
+            message = parser.parse(text, enable_thinking=thinking)
+            assert (message["reasoning_content"], message["content"]) == (reasoning, content), text
+            assert len(message["tool_calls"]) == (call in text)
+            for name, cuts in chunkings(text, text):
+                fed, finished = stream(parser, text, cuts, enable_thinking=thinking)
+                assert merge(fed + finished) == message, (name, text)
+
+
+def test_an_answer_label_written_only_with_tools_is_no_content(compiled):
+    """tool_label writes 答复： before an answer only where tools are given (as
+    Hunyuan's 助手：): the analysis renders the answer with tools too, and the label
+    is the content's opener, read where it is written and not required."""
+    from tests.test_stream import chunkings, merge, stream
+
+    out, _ = compiled
+    parser = _parsers(out)["tool_label"]
+    assert parser.SPEC["content"] == {"mode": "wrapped_with_tools", "start": "答复：", "end": None}
+    call = '<calls>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]</calls>'
+    for text, content in [
+        ("答复：It is sunny.<|reply_end|>", "It is sunny."),
+        ("It is sunny.", "It is sunny."),
+        ("答复：Let me check." + call, "Let me check."),
+        (call, ""),
+        ("Say 答复： first.", "Say 答复： first."),
+    ]:
+        message = parser.parse(text)
+        assert message["content"] == content, text
+        assert len(message["tool_calls"]) == (call in text), text
+        for name, cuts in chunkings(text, text):
+            fed, finished = stream(parser, text, cuts)
+            assert merge(fed + finished) == message, (name, text)
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang"])
+def test_plugins_read_the_template_s_own_switch(compiled, server):
+    """The plugins take the thinking setting from the request's chat-template
+    arguments: the template's own switch where it has one (its default where the
+    request does not give it), not enable_thinking, which that template ignores."""
+    import ast
+    import importlib
+
+    import yaml
+
+    from compiler import model
+
+    out, _ = compiled
+    slug = "deliberate_switch"
+    spec = yaml.safe_load((out / "specs" / f"{slug}.yaml").read_text(encoding="utf-8"))
+    fmt = model.build(spec, slug=slug, origin=f"{slug}.yaml")
+    from compiler.codegen.module import standalone
+
+    text = importlib.import_module(f"compiler.codegen.plugin_{server}").text(
+        fmt, standalone(fmt), slug
+    )
+    # The plugin imports its server at the top: only what reads the setting is run here.
+    tree = ast.parse(text)
+    namespace = {"fmt": _parsers(out)[slug]}
+    if server == "vllm":
+        wanted = [n for n in tree.body if getattr(n, "name", None) == "_thinking" or (
+            isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_SWITCH")]
+        exec(compile(ast.Module(body=wanted, type_ignores=[]), "plugin", "exec"), namespace)
+        thinking = namespace["_thinking"]
+        assert thinking({}) is False
+        assert thinking({"enable_thinking": True}) is False  # the template ignores it
+        assert thinking({"deliberate": True}) is True
+    else:
+        init = next(
+            m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FormatReasoningDetector"
+            for m in n.body if getattr(m, "name", None) == "__init__"
+        )
+        assert "thinking_switch" in ast.unparse(init)
+
+
+def test_relay_messages_reads_a_turn_of_several_messages(compiled):
+    """relay_messages writes a turn as messages, each `<|m|>bot` + header + `<|body|>`
+    (as harmony does): the analysis finds the opener, the header's end and the
+    message end (messages), and the reader takes messages in the orders a model
+    writes them: the recipient after the lane, content after calls, two messages of
+    content, a preamble on another lane where a reviewed override names it."""
+    from compiler import model
+    from compiler.codegen.module import load
+    from compiler.spec import apply_overrides
+    from tests.test_stream import chunkings, merge, streamed
+
+    import yaml
+
+    out, _ = compiled
+    parser = _parsers(out)["relay_messages"]
+    assert parser.SPEC["messages"] == {"opener": "<|m|>bot", "header_end": "<|body|>", "end": "<|stop|>"}
+    spec = yaml.safe_load((out / "specs" / "relay_messages.yaml").read_text(encoding="utf-8"))
+    body = {key: value for key, value in spec.items() if key != "overrides"}
+    preamble = {"path": "messages.content_also", "value": ["<|lane|>action<|body|>"],
+                "reason": "test", "evidence": "this test"}
+    patched, _ = apply_overrides(body, [preamble], "relay_messages.yaml")
+    fmt = model.build(patched, slug="relay_with_preamble", origin="relay_messages.yaml")
+    with_preamble = load(fmt)
+
+    def call(name, city, order=False):
+        header = f"<|lane|>action for=tools.{name} json" if order else f" for=tools.{name}<|lane|>action json"
+        return header + '<|body|>{"city": "' + city + '"}<|invoke|>'
+
+    think = "<|lane|>scratch<|body|>Plan.<|stop|><|m|>bot"
+    for module, text, reasoning, content, calls in [
+        (parser, call("get_weather", "Oslo", order=True), None, "", ["Oslo"]),
+        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", "", ["Oslo"]),
+        (parser, call("get_weather", "Oslo") + "<|m|>bot" + call("get_weather", "Rome", order=True),
+         None, "", ["Oslo", "Rome"]),
+        (parser, call("get_weather", "Oslo") + "<|m|>bot<|lane|>reply<|body|>Sunny.<|done|>",
+         None, "Sunny.", ["Oslo"]),
+        (parser, "<|lane|>reply<|body|>One.<|stop|><|m|>bot<|lane|>reply<|body|>Two.<|done|>",
+         None, "One.\nTwo.", []),
+        (with_preamble, think + "<|lane|>action<|body|>Let me look.<|stop|><|m|>bot"
+         + call("get_weather", "Oslo", order=True), "Plan.", "Let me look.", ["Oslo"]),
+        # what is no message's header stays as written
+        (parser, "<|lane|>reply<|body|>Say <|m|>bot if you like.<|done|>", None,
+         "Say <|m|>bot if you like.", []),
+    ]:
+        message = module.parse(text)
+        got = [json.loads(c["function"]["arguments"])["city"] for c in message["tool_calls"]]
+        assert (message["reasoning_content"], message["content"], got) == (reasoning, content, calls), text
+        for name, cuts in chunkings(text, text):
+            fed, finished, abandoned = streamed(module, text, cuts)
+            assert merge(fed + finished, abandoned) == message, (name, text)

@@ -385,10 +385,10 @@ def test_an_unused_runtime_definition_is_caught(tmp_path):
 def test_an_uncalled_private_method_is_caught(tmp_path):
     path = _mutant(
         tmp_path,
-        "    def feed(self, chunk):",
+        '    def feed(self, chunk):\n        """The deltas',
         "    def _a(self):\n        return self._b()\n\n"
         "    def _b(self):\n        return self._a()\n\n"
-        "    def feed(self, chunk):",
+        '    def feed(self, chunk):\n        """The deltas',
         source=RUNTIME,
     )
     assert uncalled_private_methods(path) == ["_a", "_b"]

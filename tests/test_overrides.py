@@ -284,3 +284,190 @@ def test_gigachat_reads_calls_the_end_of_sequence_token_ends(slug, header):
     assert _calls(message) == [("f", {"a": 1})]
     assert message["content"] == "I'll check that for you."
     assert _read(slug, "Hello </s> there")["content"] == "Hello </s> there"
+
+
+# -- a marker before the calls (tools.call.prefix_also), another name for a member
+# -- (tools.json.key_also) ------------------------------------------------------------------
+
+_LLAMAS = ["meta_llama_llama_3_1_8b_instruct", "meta_llama_llama_3_2_3b_instruct", "meta_llama_llama_3_3_70b_instruct"]
+
+
+@pytest.mark.parametrize("slug", _LLAMAS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|python_tag|>{"name": "add", "parameters": {"a": 1}}',
+        '<|python_tag|> {"name": "add", "arguments": {"a": 1}}',
+        '{"name": "add", "arguments": {"a": 1}}',
+        '<|python_tag|>{"name": "add", "arguments": {"a": 1}}; {"name": "add", "parameters": {"a": 1}}',
+    ],
+)
+def test_llama_reads_the_python_tag_and_arguments_for_parameters(slug, text):
+    message = _read(slug, text)
+    assert _calls(message) == [("add", {"a": 1})] * text.count('"name"')
+    assert message["content"] == ""
+
+
+@pytest.mark.parametrize("slug", _LLAMAS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        # both names at once: one member written twice, no call
+        '{"name": "add", "parameters": {"a": 1}, "arguments": {"a": 2}}',
+        # the marker only before the calls, not inside the content
+        'Use <|python_tag|>{"name": "add", "parameters": {"a": 1}}',
+        "<|python_tag|>print(1)",
+    ],
+)
+def test_llama_what_the_alternatives_do_not_make_a_call_stays_content(slug, text):
+    message = _read(slug, text)
+    assert message["tool_calls"] == [] and message["content"] == text
+
+
+def _patched(slug, path, value, **extra):
+    spec = _spec(slug)
+    body = {key: item for key, item in spec.items() if key != "overrides"}
+    override = {"path": path, "value": value, "reason": "test", **extra}
+    return apply_overrides(body, [override], "x.yaml")[0]
+
+
+@pytest.mark.parametrize(
+    "path,value",
+    [
+        ("tools.call.prefix_also", ["<|python_tag|>"]),
+        ("tools.json.key_also", {"parameters": ["arguments"]}),
+        ("tools.json", {"key_also": {"parameters": ["arguments"]}}),
+    ],
+)
+def test_other_forms_real_outputs_write_need_evidence(path, value):
+    with pytest.raises(SpecError, match="need evidence"):
+        _patched("meta_llama_llama_3_1_8b_instruct", path, value)
+    _patched("meta_llama_llama_3_1_8b_instruct", path, value, evidence="a test")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"id": ["call_id"]}, {"parameters": ["name"]}, {"name": ["fn"], "parameters": ["fn"]}],
+)
+def test_other_names_are_for_members_the_template_writes_and_name_no_other(value):
+    patched = _patched("meta_llama_llama_3_1_8b_instruct", "tools.json.key_also", value, evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.json\.key_also\."):
+        model.build(patched, slug="x", origin="x.yaml")
+
+
+def test_a_marker_before_the_calls_must_write_more_than_whitespace():
+    patched = _patched("meta_llama_llama_3_1_8b_instruct", "tools.call.prefix_also", [" "], evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.call\.prefix_also"):
+        model.build(patched, slug="x", origin="x.yaml")
+
+
+def _built(spec, slug):
+    """The module ``spec`` compiles to, made in memory."""
+    from compiler.loader import load_spec
+
+    return load_spec(slug, spec)
+
+
+def test_a_marker_before_a_triggered_section_is_dropped_and_looked_for():
+    """Where a trigger opens the calls (Hermes' <tool_call>), a marker written
+    before the section is read with it, wherever the calls start."""
+    patched = _patched(
+        "qwen_qwen2_5_7b_instruct", "tools.call.prefix_also", ["<|lead|>"], evidence="e"
+    )
+    module = _built(patched, "hermes_with_lead")
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
+    for text, content in (
+        ("<|lead|>" + call, ""),
+        ("Sure. <|lead|>" + call, "Sure."),
+        ("Sure. " + call, "Sure."),
+        ("Sure. <|lead|> no call", "Sure. <|lead|> no call"),
+    ):
+        message = module.parse(text)
+        for size in (1, 3, 7):
+            fed, finished, abandoned = streamed(module, text, range(size, len(text), size))
+            assert merge(fed + finished, abandoned) == message, (size, text)
+        assert message["content"] == content, text
+        assert _calls(message) == ([("add", {"a": 1})] if "tool_call" in text else [])
+
+
+# -- a turn of several messages (the spec's messages; messages.content_also) ---------------
+
+_PLAN = "<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant"
+
+
+@pytest.mark.parametrize(
+    "text,reasoning,content,calls",
+    [
+        # the recipient inside the channel's header, with a content type after it
+        (
+            '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC"}<|call|>',
+            None,
+            "",
+            [("get_weather", {"location": "NYC"})],
+        ),
+        (
+            _PLAN + '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>',
+            "Plan.",
+            "",
+            [("add", {"a": 1})],
+        ),
+        # analysis, a preamble, two calls, the final answer: one turn
+        (
+            _PLAN
+            + "<|channel|>commentary<|message|>Let me add.<|end|>"
+            + '<|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>'
+            + '<|start|>assistant to=functions.add<|channel|>commentary json<|message|>{"a": 2}<|call|>'
+            + "<|start|>assistant<|channel|>final<|message|>Three.<|return|>",
+            "Plan.",
+            "Let me add.\nThree.",
+            [("add", {"a": 1}), ("add", {"a": 2})],
+        ),
+        # two messages of content; a final message with a content type
+        (
+            "<|channel|>commentary<|message|>One.<|end|><|start|>assistant<|channel|>final<|message|>Two.<|end|>",
+            None,
+            "One.\nTwo.",
+            [],
+        ),
+        ('<|channel|>final <|constrain|>json<|message|>{"ok": true}<|end|>', None, '{"ok": true}', []),
+    ],
+)
+def test_gpt_oss_reads_a_turn_of_several_messages(text, reasoning, content, calls):
+    message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
+    assert (message["reasoning_content"], message["content"]) == (reasoning, content)
+    assert _calls(message) == calls
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a header that never ends, an opener inside a call's arguments, a lone opener
+        "<|channel|>commentary to=functions.add and then some",
+        ' to=functions.add<|channel|>commentary json<|message|>{"a": "<|start|>assistant"}<|call|>',
+        "Hello <|start|>assistant there",
+    ],
+)
+def test_gpt_oss_what_is_no_message_stays_as_written(text):
+    message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
+    if "<|call|>" in text:
+        assert _calls(message) == [("add", {"a": "<|start|>assistant"})]
+    else:
+        assert message["tool_calls"] == [] and message["content"] == text.strip()
+
+
+def test_gpt_oss_strict_reading_keeps_to_the_template_s_order():
+    """The grammars keep to the template's form: strict reading does too."""
+    module = _module("openai_gpt_oss_120b")
+    reordered = '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>'
+    with pytest.raises(ValueError):
+        module.parse(reordered, strict=True)
+    canonical = ' to=functions.add<|channel|>commentary json<|message|>{"a": 1}<|call|>'
+    assert _calls(module.parse(canonical, strict=True)) == [("add", {"a": 1})]
+
+
+def test_other_content_headers_end_as_headers_do():
+    patched = _patched(
+        "openai_gpt_oss_120b", "messages.content_also", ["<|channel|>commentary"], evidence="e"
+    )
+    with pytest.raises(SpecError, match=r"messages\.content_also\.0"):
+        model.build(patched, slug="x", origin="x.yaml")

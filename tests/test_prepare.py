@@ -115,6 +115,34 @@ def test_prepare_messages_shows_what_the_conversation_holds(capsys):
     assert with_prepare.share() >= ACCEPTANCE, with_prepare.lost
 
 
+def _twice_encoded(slug: str, prepared: bool) -> bool:
+    """Whether ``slug``'s template renders the fixture's past call, whose arguments
+    are JSON text, as a JSON string of that text (``arguments | tojson``)."""
+    spec = rt.load_spec(slug)
+    template = rt.template_for(spec)
+    if template is None:
+        pytest.skip("no corpus: run make templates")
+    data = fixture()
+    messages = data["conversations"][1]["messages"]
+    arguments = messages[2]["tool_calls"][0]["function"]["arguments"]
+    if prepared:
+        messages = rt.module(slug).prepare_messages(messages, tools=data["tools"])
+    render = _render(template, messages, rt.template_tools(spec, data["tools"]))
+    return render is not None and json.dumps(arguments)[1:-1] in render
+
+
+def test_prepare_messages_writes_json_text_arguments_once():
+    """Templates that write ``arguments | tojson`` show arguments given as JSON text
+    as a JSON string of JSON (the model writes an object): through prepare_messages
+    every template shows them once encoded."""
+    slugs = [s for s in rt.slugs() if rt.load_spec(s)["capabilities"]["tool_calls"]]
+    if not slugs:
+        pytest.skip("no specs")
+    twice = [slug for slug in slugs if _twice_encoded(slug, prepared=False)]
+    assert "qwen_qwen2_5_7b_instruct" in twice  # the template's own tojson
+    assert [slug for slug in twice if _twice_encoded(slug, prepared=True)] == []
+
+
 # ---------------------------------------------------------------------------
 # what prepare_messages writes, read back by the module's own parser
 

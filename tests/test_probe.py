@@ -94,3 +94,53 @@ def test_a_template_that_prints_arguments_as_they_come_takes_both_forms():
     assert as_given != READS_ALL
     caps = probe(ChatTemplate(as_given, "as_given.jinja"))
     assert caps.string_arguments and caps.object_arguments
+
+
+def test_a_template_that_writes_arguments_as_json_takes_objects_only():
+    """``arguments | tojson`` writes an object as JSON but JSON text as a JSON string
+    of it: arguments given as text are not shown as the model writes them."""
+    as_json = READS_ALL.replace(
+        "{%- for k, v in c.function.arguments.items() %} {{ k }}={{ v }}{% endfor -%}",
+        " {{ c.function.arguments | tojson }}",
+    )
+    assert as_json != READS_ALL
+    caps = probe(ChatTemplate(as_json, "as_json.jinja"))
+    assert caps.object_arguments and not caps.string_arguments
+
+
+# Reasoning written back only where the template's own switch (not enable_thinking) is on.
+SWITCHED = """
+{%- if deliberate %}<<sys>>Think in [M][/M] first.<</>>{% endif -%}
+{%- for m in messages -%}
+<<{{ m.role }}>>
+{%- if m.role == 'assistant' and deliberate and m.reasoning_content -%}
+[M]{{ m.reasoning_content }}[/M]
+{%- endif -%}
+{{ m.content }}<</>>
+{%- endfor -%}
+{%- if add_generation_prompt %}<<assistant>>{% if tag %}[{{ tag }}]{% endif %}{% endif -%}
+"""
+
+
+def test_a_thinking_switch_of_another_name_is_found_with_its_default():
+    template = ChatTemplate(SWITCHED, "switched.jinja")
+    caps = probe(template)
+    assert caps.thinking_switch == {"variable": "deliberate", "default": False}
+    # enable_thinking now stands for it, in every render (the analysis's too)
+    assert caps.reasoning_field == "reasoning_content" and caps.thinking_toggle
+    assert template.thinking_switch == "deliberate"
+    on_by_default = SWITCHED.replace("{%- if deliberate", "{%- if deliberate is not defined or deliberate")
+    on_by_default = on_by_default.replace("and deliberate and", "and (deliberate is not defined or deliberate) and")
+    assert probe(ChatTemplate(on_by_default, "on.jinja")).thinking_switch == {
+        "variable": "deliberate",
+        "default": True,
+    }
+
+
+def test_no_switch_where_enable_thinking_switches_or_a_flag_only_changes_a_header():
+    own = SWITCHED.replace("deliberate", "enable_thinking")
+    assert probe(ChatTemplate(own, "own.jinja")).thinking_switch is None
+    # `tag` changes the generation prompt, but by nothing written around reasoning
+    header = SWITCHED.replace("and deliberate and", "and").replace("{%- if deliberate %}", "{%- if 0 %}")
+    assert probe(ChatTemplate(header, "header.jinja")).thinking_switch is None
+    assert "thinking_switch" not in probe(ChatTemplate(READS_ALL, "all.jinja")).as_dict()

@@ -14,6 +14,7 @@ from ..conversation import Conversation
 from ..probe import probe
 from ..render import ChatTemplate
 from . import content as content_analysis
+from . import messages as messages_analysis
 from . import reasoning as reasoning_analysis
 from . import tools as tools_analysis
 from .evidence import Evidence
@@ -52,6 +53,7 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
             m for m in tools.end_of_turn if m not in end_of_turn
         ]
     end_of_turn += _cut_ends(end_of_turn, tools_section.get("end_of_turn_after_calls") or [])
+    messages, messages_evidence = messages_analysis.analyze(obs, reasoning, content.start, tools_section)
     preserved = []
     for marker in (
         reasoning.start, reasoning.end, content.start, content.end, *end_of_turn,
@@ -71,6 +73,7 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         "content": content.section(),
         "tools": tools_section,
         "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
+        **({"messages": messages} if messages else {}),
         "grammar": {
             "triggers": triggers.triggers(
                 calls, other_markers, (content.start or "") if unit else ""
@@ -78,7 +81,9 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
             "preserved_tokens": preserved,
         },
     }
-    analysis = Analysis(body, reasoning.evidence + content.evidence + tools.evidence)
+    analysis = Analysis(
+        body, reasoning.evidence + content.evidence + tools.evidence + messages_evidence
+    )
     analysis.review.extend(content.review)
     analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .. import samples
 from ..diff import common_prefix_length, markers_in, tokens
 from ..render import BOS_PLACEHOLDER, EOS_PLACEHOLDER
-from .evidence import Evidence
+from .evidence import Evidence, Render
 from .observe import SETTINGS, Observation
 from .reasoning import ReasoningResult, content_turn_render, history_render, prompt_render
 
@@ -26,11 +26,20 @@ class ContentResult:
     end: str | None = None
     end_of_turn: list[str] = field(default_factory=list)
     tokenizer_eos: bool = False
+    # Per enable_thinking setting, whether the prompt ends with the opener (the model
+    # starts inside the content); written only where one does.
+    opened_by_prompt: dict = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
     review: list[dict] = field(default_factory=list)
 
     def section(self) -> dict:
-        return {"mode": self.mode, "start": self.start, "end": self.end}
+        found: dict = {"mode": self.mode, "start": self.start, "end": self.end}
+        if any(self.opened_by_prompt.values()):
+            found["opened_by_prompt"] = {
+                "thinking_on": self.opened_by_prompt[True],
+                "thinking_off": self.opened_by_prompt[False],
+            }
+        return found
 
 
 def _without_reasoning_block(text: str, reasoning: ReasoningResult) -> str:
@@ -184,6 +193,16 @@ def analyze(obs: Observation, reasoning: ReasoningResult, ending: Ending) -> Con
         result.start = opener
         if result.mode == "plain":
             result.mode = "always_wrapped"
+    else:
+        label = _label_with_tools(obs, reasoning)
+        if label is not None:
+            result.start, result.mode = label[0], "wrapped_with_tools"
+            result.evidence.append(_label_evidence(obs, *label))
+    if result.start and result.mode == "always_wrapped":
+        result.opened_by_prompt = {
+            thinking: obs.prompt[thinking].rstrip().endswith(result.start.strip())
+            for thinking in SETTINGS
+        }
     end_of_turn = ending.end_of_turn
     if ending.closer and result.start:
         result.end = ending.closer
@@ -194,6 +213,35 @@ def analyze(obs: Observation, reasoning: ReasoningResult, ending: Ending) -> Con
     result.tokenizer_eos = ending.tokenizer_eos
     result.evidence.extend(_evidence(obs, thinking, before, result, ending))
     return result
+
+
+def _label_with_tools(obs: Observation, reasoning: ReasoningResult) -> tuple[str, bool] | None:
+    """(the text a content-only turn writes before the content where tools are given
+    and nowhere else, the thinking setting that shows it), or None: an answer label
+    written only with tools, which the content analysed without them never shows."""
+    for thinking in SETTINGS:
+        turn = obs.content_tools.get(thinking)
+        output = turn.output if turn is not None else None
+        at = output.rfind(samples.CONTENT) if output is not None else -1
+        if at < 0:
+            continue
+        label = _without_reasoning_block(output[:at], reasoning).strip()  # type: ignore[index]
+        if label and len(label) <= LONG and samples.probe_in(label) is None:
+            return label, thinking
+    return None
+
+
+def _label_evidence(obs: Observation, label: str, thinking: bool) -> Evidence:
+    turn = obs.content_tools[thinking]
+    return Evidence(
+        f"content.mode = 'wrapped_with_tools', content.start = {label!r}",
+        f"without tools the turn writes nothing before the content; with tools, {label!r}",
+        content_turn_render(obs, thinking),
+        Render(
+            f"history + assistant turn, content only, with tools (enable_thinking={thinking})",
+            turn.full,
+        ),
+    )
 
 
 def _evidence(

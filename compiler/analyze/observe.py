@@ -45,6 +45,9 @@ class Observation:
     call: dict = field(default_factory=dict)
     reasoning_call: dict = field(default_factory=dict)
     prompt_tools: dict = field(default_factory=dict)  # setting -> prompt with tools
+    # setting -> Turn with content only, rendered with tools after the prompt with
+    # tools (None: refused); where the template takes tools.
+    content_tools: dict = field(default_factory=dict)
 
 
 def observe(talk: Conversation, caps: Capabilities) -> Observation:
@@ -65,9 +68,20 @@ def observe(talk: Conversation, caps: Capabilities) -> Observation:
         else:
             reasoning[thinking] = None
     found = Observation(base, prompt, content, reasoning)
+    if caps.tools:
+        _observe_content_with_tools(talk, found)
     if caps.tool_calls:
         _observe_calls(talk, caps, found)
     return found
+
+
+def _observe_content_with_tools(talk: Conversation, found: Observation) -> None:
+    tools = [samples.TOOL]
+    only = {"role": "assistant", "content": samples.CONTENT}
+    for thinking in SETTINGS:
+        prompt = talk.attempt(talk.prompt, enable_thinking=thinking, tools=tools)
+        full = talk.attempt(talk.full, only, enable_thinking=thinking, tools=tools)
+        found.content_tools[thinking] = Turn(prompt, full) if prompt and full else None
 
 
 def _observe_calls(talk: Conversation, caps: Capabilities, found: Observation) -> None:

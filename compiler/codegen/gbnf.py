@@ -1004,9 +1004,9 @@ class _Grammar:
             options.append(f"{opened(name + '-trig')} {self.calls('rest')}")
         return options
 
-    def reply(self) -> list[str]:
+    def reply(self, opened: bool = False) -> list[str]:
         """Alternatives for content and calls to the end of the output; each takes the
-        whitespace before it."""
+        whitespace before it (``opened``: the prompt wrote the content's opener)."""
         content = self.fmt.content
         if not content.wrapped:
             shape = self.fmt.calls.output_shape if self.fmt.calls else None
@@ -1017,8 +1017,12 @@ class _Grammar:
                 return options + ([] if self.choice == "none" else [self.calls("full")])
             return self.region("content", None, "")
         options = self.region("content", content.end, f"ws {literal(content.start)}")
-        if content.mode == "wrapped_with_reasoning":
-            # The opener is written only after reasoning: bare text is content too.
+        if opened:
+            # The output starts inside the content: its closer ends it.
+            options += self.region("content", content.end, "")
+        if not content.always_wrapped:
+            # The opener is written only after reasoning (or only where tools are
+            # given): bare text is content too.
             return options + self.region("text" if content.end else "content", None, "")
         calls = self.has_calls and self.choice != "none"
         return options + ([self.calls("full")] if calls else []) + (
@@ -1030,7 +1034,7 @@ class _Grammar:
         the end of the output, end-of-turn marker included: a lexeme that could end
         where the ``end`` lexeme starts would swallow its whitespace."""
         reasoning = self.fmt.reasoning
-        options = self.reply()
+        options = self.reply(self.fmt.content.opened_by_prompt[0 if enable_thinking else 1])
         if not options:
             raise ValueError(f"{self.fmt.slug}: no output holds a call ({self.choice})")
         single = len(options) == 1 and re.fullmatch(r"[a-z][a-z0-9-]*", options[0])

@@ -507,8 +507,13 @@ class _Lark:
         else:
             opener = WS + rx(content.start)
             options = self.region("content", content.end, opener, mode)
-            if content.mode == "wrapped_with_reasoning":
-                # The opener is written only after reasoning: bare text is content too.
+            if any(content.opened_by_prompt):
+                # The prompt may write the opener (with one thinking setting): the
+                # output starts inside the content, which its closer ends.
+                options += self.region("content", content.end, "", mode)
+            if not content.always_wrapped:
+                # The opener is written only after reasoning (or only where tools are
+                # given): bare text is content too.
                 options += self.region("text" if content.end else "content", "", "", mode)
             else:
                 options += ["calls_full"] if calls is not None and mode != "none" else []

@@ -124,7 +124,16 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         CONTENT_ALWAYS_WRAPPED=content.always_wrapped,
         CONTENT_START=content.start if content.wrapped else "",
         CONTENT_END=content.end if content.wrapped else "",
+        CONTENT_OPENED=dict(zip((True, False), content.opened_by_prompt, strict=True)),
         HAS_CALLS=calls is not None,
+        MESSAGE_OPENER=fmt.messages.opener if fmt.messages else "",
+        HEADER_END=fmt.messages.header_end if fmt.messages else "",
+        MESSAGE_END=fmt.messages.end if fmt.messages else "",
+        CONTENT_HEADERS=(
+            (content.start, *fmt.messages.content_also)
+            if fmt.messages and content.wrapped
+            else ()
+        ),
     )
     values.update(_prepare_slots(fmt.polyfills))
     if calls is None:
@@ -138,6 +147,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         CALL_START=calls.start,
         CALL_STARTS=calls.starts,
         TRIGGER_ALSO=calls.triggers_also,
+        CALL_PREFIXES=calls.prefix_also,
         CALL_END=calls.end,
         CALL_SEPARATOR=calls.separator,
         END_AFTER_CALLS=list(calls.end_of_turn_after_calls),
@@ -158,6 +168,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
             ARGUMENTS_PATH=calls.json.arguments or (),
             ID_PATH=calls.json.id or (),
             CALL_MEMBERS=calls.json.members,
+            KEY_ALSO={name: key for key, names in calls.json.key_also for name in names},
         )
     arguments = calls.arguments
     if arguments is not None:

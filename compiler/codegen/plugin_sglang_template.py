@@ -137,8 +137,11 @@ class FormatReasoningDetector(BaseReasoningFormatDetector):
             force_nonempty_content=force_nonempty_content,
         )
         # SGLang passes force_reasoning as the thinking setting of the prompt (the
-        # request's, or the template's forced one); without it, parse's default.
-        self.enable_thinking = True if force_reasoning is None else bool(force_reasoning)
+        # request's, or the template's forced one); without it, parse's default, or
+        # what the template does where its own switch is not given.
+        switch = fmt.SPEC["capabilities"].get("thinking_switch")
+        default = switch["default"] if switch else True
+        self.enable_thinking = default if force_reasoning is None else bool(force_reasoning)
         self.hands_on = tool_call_parser_active
         self._reader = fmt.StreamParser(enable_thinking=self.enable_thinking)
         self._marked = False  # whether the handed-on text has its first character

@@ -68,9 +68,18 @@ fmt = _load_format()
 _unpaired = threading.local()
 
 
+# The template's own thinking variable where it reads no enable_thinking (the spec's
+# capabilities.thinking_switch): {"variable": name, "default": on without it}, or None.
+_SWITCH = fmt.SPEC["capabilities"].get("thinking_switch")
+
+
 def _thinking(template_kwargs) -> bool:
-    """The thinking setting the prompt was rendered with (templates name it either
-    way); on unless turned off."""
+    """The thinking setting the prompt was rendered with: the template's own switch
+    where it has one (what it does without it where the request does not say), else
+    enable_thinking (templates name it either way), on unless turned off."""
+    if _SWITCH is not None:
+        value = (template_kwargs or {}).get(_SWITCH["variable"])
+        return bool(_SWITCH["default"] if value is None else value)
     for key in ("enable_thinking", "thinking"):
         value = (template_kwargs or {}).get(key)
         if value is not None:

@@ -314,6 +314,9 @@ class _Emitter:
                 markers.append(self.loose(calls.section_end))
             others = (calls.turn_break, *calls.end_of_turn_after_calls)
             markers += [self.loose(marker) for marker in others if marker.strip()]
+        if fmt.messages is not None and fmt.messages.end.strip():
+            # A message's end and the next one's opener, between content and calls.
+            markers.append(self.loose(fmt.messages.end + fmt.messages.opener))
         # An end-of-turn marker at the end of the text (parse strips one there).
         # (Up to the end of the text: while more may come, the match ends where the text
         # does, and transformers waits.)

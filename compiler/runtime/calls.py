@@ -23,6 +23,7 @@ from .format import (
     CALL_END,
     CALL_MEMBERS,
     CALL_PARTS,
+    CALL_PREFIXES,
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
@@ -33,6 +34,7 @@ from .format import (
     ID_PATH,
     JSON_ARGUMENTS,
     JSON_CALLS,
+    KEY_ALSO,
     KEY_ESCAPES,
     LITERAL,
     NAME_ESCAPES,
@@ -141,6 +143,8 @@ def _after_calls():
 
 def _read_calls(text, at, types):
     """The calls written from ``at`` on: (calls, end), or None."""
+    if CALL_PREFIXES:
+        at = _past_prefix(text, at)
     if SECTION_START:
         at = _match(text, at, SECTION_START)
         if at < 0:
@@ -177,6 +181,28 @@ def _read_calls(text, at, types):
             at = end
             break
     return calls, at
+
+
+def _past_prefix(text, at):
+    """Past a marker real outputs write before the calls (CALL_PREFIXES), the first
+    of them written at ``at``; else ``at``."""
+    for prefix in CALL_PREFIXES:
+        end = _match(text, at, prefix)
+        if end >= 0:
+            return end
+    return at
+
+
+def _as_written(members):
+    """A call object's members with the other names real outputs give them
+    (KEY_ALSO) as the template names them; None where two name one member."""
+    renamed = {}
+    for key, value in members.items():
+        key = KEY_ALSO.get(key, key)
+        if key in renamed:
+            return None
+        renamed[key] = value
+    return renamed
 
 
 def _member(members, path):
@@ -241,6 +267,10 @@ def _read_json_call(text, at, types):
     if found is None:
         return None
     members, end = found
+    if KEY_ALSO:
+        members = _as_written(members)
+        if members is None:
+            return None
     if NAME_IS_KEY:
         if len(members) != 1:
             return None
@@ -284,6 +314,10 @@ def _read_literal_call(text, at, types):
     if found is None:
         return None
     value, _, end = found
+    if KEY_ALSO and isinstance(value, dict):
+        value = _as_written(value)
+        if value is None:
+            return None
     if NAME_IS_KEY:
         if len(value) != 1:
             return None

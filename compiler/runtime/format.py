@@ -68,6 +68,20 @@ CONTENT_WRAPPED: bool = _given("CONTENT_WRAPPED", False)
 CONTENT_ALWAYS_WRAPPED: bool = _given("CONTENT_ALWAYS_WRAPPED", False)
 CONTENT_START: str = _given("CONTENT_START", "")
 CONTENT_END: str = _given("CONTENT_END", "")
+# Whether the prompt writes the content's opener, per enable_thinking: the output
+# starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
+
+# --- a turn written as several messages (the spec's ``messages``) -------------------
+# What opens each message after the first (the prompt writes the first's), and what
+# ends a message's header ("" where a turn is one message); what ends a message that
+# another follows, besides STOP.
+MESSAGE_OPENER: str = _given("MESSAGE_OPENER", "")
+HEADER_END: str = _given("HEADER_END", "")
+MESSAGE_END: str = _given("MESSAGE_END", "")
+# The headers whose message is content: the content's opener, then the others real
+# outputs write (overrides).
+CONTENT_HEADERS: tuple[str, ...] = _given("CONTENT_HEADERS", ())
 
 # --- tool calls --------------------------------------------------------------------
 HAS_CALLS: bool = _given("HAS_CALLS", False)
@@ -85,6 +99,9 @@ CALL_START: str = _given("CALL_START", "")
 # first; () where there are none. TRIGGER_ALSO: what else calls begin with.
 CALL_STARTS: tuple[str, ...] = _given("CALL_STARTS", ())
 TRIGGER_ALSO: tuple[str, ...] = _given("TRIGGER_ALSO", ())
+# Markers real outputs write before a turn's calls where the template writes none
+# (overrides): one is dropped there.
+CALL_PREFIXES: tuple[str, ...] = _given("CALL_PREFIXES", ())
 # After a JSON call's object; between calls.
 CALL_END: str = _given("CALL_END", "")
 CALL_SEPARATOR: str = _given("CALL_SEPARATOR", "")
@@ -111,6 +128,9 @@ NAME_PATH: tuple[str, ...] = _given("NAME_PATH", ())
 ARGUMENTS_PATH: tuple[str, ...] = _given("ARGUMENTS_PATH", ())
 ID_PATH: tuple[str, ...] = _given("ID_PATH", ())
 CALL_MEMBERS: tuple[tuple[str, ...], ...] = _given("CALL_MEMBERS", ())
+# Other names real outputs give a top-level member (overrides): name -> the key the
+# template writes.
+KEY_ALSO: dict[str, str] = _given("KEY_ALSO", {})
 
 # A call written as text with holes: each hole, the literal after it, and the other
 # literals real outputs end it with (overrides), each with how many parts it skips.

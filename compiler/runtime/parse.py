@@ -8,10 +8,12 @@ from .format import (
     CONTENT_AFTER_CALLS,
     CONTENT_ALWAYS_WRAPPED,
     CONTENT_END,
+    CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
     HAS_CALLS,
     HAS_REASONING,
+    MESSAGE_OPENER,
     REASONING_END,
     REASONING_START,
     SECTION_BEFORE_CONTENT,
@@ -22,6 +24,7 @@ from .stream import _past_broken
 from .text import (
     _SEEK,
     _before_break,
+    _in_messages,
     _opened_by_prompt,
     _opener,
     _skip_space,
@@ -67,14 +70,18 @@ def _split_reasoning(text, opened, strict=False, types=None):
     return body[:end].strip() or None, body[end + len(REASONING_END) :]
 
 
-def _read_content(text, strict):
-    """The content between its markers; text outside them is kept."""
+def _read_content(text, strict, opened=False):
+    """The content between its markers; text outside them is kept. ``opened``: the
+    prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if not stripped.startswith(CONTENT_START):
+    if stripped.startswith(CONTENT_START):
+        body = stripped[len(CONTENT_START) :]
+    elif opened:
+        body = stripped
+    else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    body = stripped[len(CONTENT_START) :]
     if not CONTENT_END:
         return body.strip()
     end = body.find(CONTENT_END)
@@ -94,6 +101,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if MESSAGE_OPENER and not strict:
+        # a turn of several messages, as the template writes one (the grammars keep
+        # to the template's: strict reading too)
+        text = _in_messages(text)
     rest = _strip_stop(text)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
@@ -118,7 +129,10 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         for _, piece in pieces:
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
-    content = _read_content(rest, strict) if CONTENT_WRAPPED else rest.strip()
+    if CONTENT_WRAPPED:
+        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+    else:
+        content = rest.strip()
     if pieces:
         # text between and after the calls joins as it is written around them
         parts = [content] if content else []

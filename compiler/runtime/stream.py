@@ -45,11 +45,13 @@ from .format import (
     CALL_END,
     CALL_MEMBERS,
     CALL_PARTS,
+    CALL_PREFIXES,
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
     CONTENT_AS_UNIT,
     CONTENT_END,
+    CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
     ELEMENTS,
@@ -60,8 +62,10 @@ from .format import (
     ID_PATH,
     JSON_ARGUMENTS,
     JSON_CALLS,
+    KEY_ALSO,
     KEY_ESCAPES,
     LITERAL,
+    MESSAGE_OPENER,
     NAME_ESCAPES,
     NAME_IS_KEY,
     NAME_PATH,
@@ -96,6 +100,7 @@ from .text import (
     _good_name,
     _match,
     _maybe_stop,
+    _Messages,
     _name_end,
     _name_head,
     _opened_by_prompt,
@@ -362,9 +367,12 @@ class StreamParser:
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
-        self._maybe_reasoning = (
-            []
-        )  # text that is reasoning only if a delimiter follows it
+        # Text that is reasoning only if a delimiter follows it.
+        self._maybe_reasoning = []
+        # Whether the prompt wrote the content's opener: its closer ends the content.
+        self._content_opened = (
+            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+        )
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -405,9 +413,15 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        if MESSAGE_OPENER:
+            # A turn of several messages, written as the template writes one turn
+            # before the reader reads it (None once finish() has written the rest).
+            self._messages: _Messages | None = _Messages()
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
+            chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
         if run is not None and type(chunk) is str:
             deltas = run(chunk)
@@ -423,8 +437,12 @@ class StreamParser:
             # again as content) costs time in proportion to the piece, not to all
             # that came with it.
             deltas = []
+            if MESSAGE_OPENER:
+                messages, self._messages = self._messages, None  # (written already)
             for at in range(0, len(chunk), _FEED_PIECE):
                 deltas += self.feed(chunk[at : at + _FEED_PIECE])
+            if MESSAGE_OPENER:
+                self._messages = messages
             return deltas
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
@@ -437,6 +455,10 @@ class StreamParser:
 
     def finish(self):
         """The remaining deltas, once the output has ended."""
+        early: list = []
+        if MESSAGE_OPENER and self._messages is not None and not self._eof:
+            rest, self._messages = self._messages.finish(), None
+            early = self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -450,7 +472,7 @@ class StreamParser:
                 self._pending = trimmed
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
-        return self._take()
+        return early + self._take()
 
     def _step(self):
         try:
@@ -672,7 +694,9 @@ class StreamParser:
         """The content: all that is left, its markers aside."""
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        yield from self._read_plain(bool(opener and CONTENT_END))
+        yield from self._read_plain(
+            bool((opener or self._content_opened) and CONTENT_END)
+        )
 
     def _read_plain(self, closing):
         """Content with no calls in it."""
@@ -706,7 +730,9 @@ class StreamParser:
             yield from self._open_section()
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
-        closing = bool(opener and CONTENT_END)
+        closing = bool(
+            (opener or (self._content_opened and not called)) and CONTENT_END
+        )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
         markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
@@ -787,7 +813,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool(opener and CONTENT_END)
+        closing = bool((opener or self._content_opened) and CONTENT_END)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 
@@ -1196,6 +1222,10 @@ class StreamParser:
     def _read_calls(self):
         """The calls from here on; raises _Broken when the first is not
         well-formed."""
+        if CALL_PREFIXES:
+            for prefix in CALL_PREFIXES:
+                if (yield from self._literal(prefix)):
+                    break
         if SECTION_START and not (yield from self._literal(SECTION_START)):
             raise _Broken
         count = 0
@@ -1347,6 +1377,8 @@ class StreamParser:
             if (yield from self._next_char()) != '"':
                 raise _Broken
             key = _decoded((yield from self._json_value()))
+            if KEY_ALSO:
+                key = KEY_ALSO.get(key, key)
             if key in members:
                 raise _Broken
             if (

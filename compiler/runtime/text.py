@@ -6,8 +6,15 @@ from __future__ import annotations
 import re
 
 from .format import (
+    CALL_PARTS,
     CALL_SEPARATOR,
+    CALL_START,
     CALL_STARTS,
+    CONTENT_HEADERS,
+    CONTENT_START,
+    HEADER_END,
+    MESSAGE_END,
+    MESSAGE_OPENER,
     OPENED_BY_PROMPT,
     OPENED_WITH_TOOLS,
     PRESERVED_TOKENS,
@@ -481,3 +488,211 @@ def _opener(text):
         if text.startswith(start):
             return len(start)
     return 0
+
+
+# --- a turn written as several messages (MESSAGE_OPENER) ------------------------------
+
+# How far a message's header may reach: a name of 256 characters and the parts around it.
+_HEADER_LIMIT = 512
+
+
+def _header_heads():
+    """What a message's header may begin with: what the headers the format writes
+    (the reasoning's, the content's, a call's after its name) begin with alike, or
+    where they begin unlike, the first piece of each; and a call's opener."""
+    headers = [*REASONING_STARTS, *CONTENT_HEADERS]
+    for hole, after, options in CALL_PARTS:
+        if hole == "name":
+            headers += [after] + [text for text, _ in options]
+    headers = [header.strip() for header in headers if header.strip()]
+    common = min(headers, key=len) if headers else ""
+    for header in headers:
+        while not header.startswith(common):
+            common = common[:-1]
+    heads = [common] if common else list(map(_head, headers))
+    heads += map(_head, CALL_STARTS or (CALL_START,))
+    return tuple(dict.fromkeys(head for head in heads if head))
+
+
+_HEADER_HEADS = _header_heads() if MESSAGE_OPENER else ()
+# Whether the template opens a message for each call after the first (the separator
+# ends with the opener).
+_OPENS_CALL = bool(MESSAGE_OPENER) and CALL_SEPARATOR.strip().endswith(
+    MESSAGE_OPENER.strip()
+)
+
+
+def _in_order(header):
+    """A message's header with a call's opener and name (its recipient) first, as
+    the template writes them, where the model wrote other parts before them."""
+    for start in CALL_STARTS or (CALL_START,):
+        core = start.strip()
+        at = header.find(core) if core else -1
+        if at <= 0 or not header[at - 1].isspace():
+            continue  # none, first already, or inside a word
+        begin = len(header[:at].rstrip())
+        end = _word_end(header, at + len(core))
+        if end < 0:
+            return header
+        return header[begin:end] + header[:begin] + header[end:]
+    return header
+
+
+def _kind_of(header):
+    """What a message with this header (its end included) holds: "reasoning",
+    "content", "call", or "" for a header the format does not write."""
+    for kind, starts in (("reasoning", REASONING_STARTS), ("content", CONTENT_HEADERS)):
+        if any(_match(header, 0, start) == len(header) for start in starts):
+            return kind
+    if any(_match(header, 0, start) >= 0 for start in CALL_STARTS or (CALL_START,)):
+        return "call"
+    return ""
+
+
+def _message_ends():
+    """What ends a message another one follows: the format's message end, an
+    end-of-turn marker."""
+    return tuple(marker for marker in (MESSAGE_END, *STOP) if marker)
+
+
+_MESSAGE_ENDS = _message_ends() if MESSAGE_OPENER else ()
+
+
+def _before_opener(text):
+    """How much of ``text`` (inside a message) can be written: all but a tail that
+    may still become the next message's opener, or what ends a message and it."""
+    pattern, reach = _tail_pattern(_OPENER_TAILS)
+    found = pattern.search(text, max(0, len(text) - reach))
+    return found.start() if found else len(text)
+
+
+def _opener_tails():
+    """A message's opener, and each end of a message followed by it."""
+    return (MESSAGE_OPENER,) + tuple(
+        marker + MESSAGE_OPENER for marker in _MESSAGE_ENDS
+    )
+
+
+_OPENER_TAILS = _opener_tails() if MESSAGE_OPENER else ()
+
+
+class _Messages:
+    """A turn the model wrote as several messages, written as the template writes
+    one turn, for the readers.
+
+    Each message after the first opens with MESSAGE_OPENER (the prompt opened the
+    first) and has a header, up to HEADER_END, that says what it holds. A call's
+    opener and name written after other parts of the header are written first; a
+    header whose message holds content is written as the content's opener; and
+    where one message follows another, what stands between them is written as the
+    template writes those parts of one turn: between two calls the template's
+    separator, between a call and the content after it nothing but the call's
+    closer; between content and a call after it, or two messages of content, a
+    line break (what ends the content's message and the opener dropped): texts of
+    the answer written apart are joined as lines. After
+    reasoning, and where a header is none the format writes, the text stays as it
+    is. Fed in pieces or whole it writes the same text: parse reads what it writes
+    of the whole output, the stream what it writes as the output arrives."""
+
+    def __init__(self):
+        self._pending = ""  # read, not yet written
+        self._head = True  # the pending text starts where a message does
+        self._first = True  # ... the first message
+        self._kind = ""  # what the message read last holds (_kind_of)
+        self._between = ""  # the end-of-turn marker before the next message's opener
+        self._looked = 0  # how much of a header-to-be has been looked through
+        self._space = []  # the whitespace before a header-to-be (set aside as it comes)
+
+    def feed(self, chunk):
+        self._pending += chunk
+        return self._write(False)
+
+    def finish(self):
+        return self._write(True)
+
+    def _write(self, final):
+        written = []
+        while True:
+            if self._head:
+                text = self._header(final)
+                if text is None:
+                    break  # more text decides
+                written.append(text)
+                continue
+            pending = self._pending
+            at = pending.find(MESSAGE_OPENER)
+            if at < 0:
+                keep = len(pending) if final else _before_opener(pending)
+                written.append(pending[:keep])
+                self._pending = pending[keep:]
+                break
+            self._between = ""
+            for end in _MESSAGE_ENDS:
+                if pending.endswith(end, 0, at):
+                    self._between = end
+                    break
+            written.append(pending[: at - len(self._between)])
+            self._pending = pending[at + len(MESSAGE_OPENER) :]
+            self._head, self._looked = True, 0
+        return "".join(written)
+
+    def _header(self, final):
+        """At a message's start: the text for what stands before it and its header,
+        once more text cannot change it (None until then)."""
+        lead = _skip_space(self._pending, 0)
+        if lead:
+            self._space.append(self._pending[:lead])
+            self._pending = self._pending[lead:]
+        head = self._pending
+        end = -1
+        if any(head.startswith(first) for first in _HEADER_HEADS):
+            # (what was looked through while more text was awaited is not again)
+            looked = max(0, self._looked - len(HEADER_END) - len(MESSAGE_OPENER))
+            end = head.find(HEADER_END, looked, _HEADER_LIMIT)
+            reach = end if end >= 0 else _HEADER_LIMIT
+            if head.find(MESSAGE_OPENER, looked, reach) >= 0:
+                end = -2  # a message opens before this header would end: none
+            elif end < 0 and not final and len(head) < _HEADER_LIMIT:
+                self._looked = len(head)
+                return None
+        elif not final and (not head or _undecided(head, _HEADER_HEADS)):
+            return None
+        self._head = False
+        space = "".join(self._space)
+        self._space = []
+        if end < 0:
+            # No header: the text stays as it is.
+            text = "" if self._first else self._between + MESSAGE_OPENER
+            self._first, self._kind, self._between = False, "", ""
+            self._pending = space + head
+            return text
+        header = _in_order(head[: end + len(HEADER_END)])
+        self._pending = head[end + len(HEADER_END) :]
+        kind = _kind_of(header)
+        text = self._joined(kind, space, header)
+        self._first, self._kind, self._between = False, kind, ""
+        return text
+
+    def _joined(self, kind, space, header):
+        """What is written for the boundary before a message of ``kind`` and its
+        ``header`` (``space``: the whitespace written before the header)."""
+        if kind == "content":
+            header = CONTENT_START
+        if self._first:
+            return space + header
+        before, previous = self._between, self._kind
+        if previous == "call" and kind == "call" and _OPENS_CALL:
+            return before + MESSAGE_OPENER + space + header  # as the template writes it
+        if previous == "call" and kind in ("call", "content"):
+            return before + (CALL_SEPARATOR + header if kind == "call" else "")
+        if previous == "content" and kind == "call":
+            return "\n" + header.lstrip()
+        if previous == "content" and kind == "content":
+            return "\n"
+        return before + MESSAGE_OPENER + space + header
+
+
+def _in_messages(text):
+    """``text`` as _Messages writes it, read whole."""
+    messages = _Messages()
+    return messages.feed(text) + messages.finish()

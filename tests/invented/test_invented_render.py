@@ -339,15 +339,48 @@ def decode_pylist(text, thinking):
     return None, rest, calls
 
 
+def decode_deliberate(text, thinking):
+    # rendered without its own switch (deliberate), the template drops the reasoning
+    rest, calls = _cut(r"<tool_request>(.*?)</tool_request>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
+def decode_tool_label(text, thinking):
+    # the renders here are made with tools: an answer opens with the label
+    rest, calls = _cut(r"<calls>(.*?)</calls>", text, lambda m: [
+        (None, c["name"], c["arguments"]) for c in json.loads(m[1])])
+    assert not rest or rest.startswith("答复："), rest
+    return None, rest.removeprefix("答复："), calls
+
+
+def decode_relay(text, thinking):
+    reasoning, content, calls = None, [], []
+    for message in text.split("<|m|>bot"):  # the prompt opened the first
+        header, _, body = message.partition("<|body|>")
+        body = body.removesuffix("<|stop|>").removesuffix("<|invoke|>")
+        if header == "<|lane|>scratch":
+            reasoning = body
+        elif header == "<|lane|>reply":
+            content.append(body)
+        elif header.startswith(" for=tools."):
+            name = header.removeprefix(" for=tools.").partition("<|lane|>")[0]
+            calls.append((None, name, json.loads(body)))
+        else:
+            assert not message, f"no message: {message!r}"
+    return reasoning, "".join(content), calls
+
+
 @dataclass(frozen=True)
 class Format:
-    end_of_turn: str
+    end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
     decode: Callable
     reasoning: bool = False  # renders reasoning_content
     toggle: bool = False  # the prompt depends on enable_thinking
     string_arguments: bool = True  # False: refuses (raise_exception) arguments given as text
     ids: bool = False  # writes the call ids
     result_ids: bool = False  # writes tool_call_id in tool results
+    message_end: str = ""  # what ends a user's message, where it is not end_of_turn
 
 
 FORMATS = {
@@ -372,6 +405,10 @@ FORMATS = {
     "openai_nested": Format("<|msg_end|>", decode_openai_nested, ids=True, result_ids=True),
     "muse_keyval": Format("<|stop_turn|>", decode_muse, reasoning=True, string_arguments=False),
     "pylist_raw_calls": Format("<|end_of_turn|>", decode_pylist, string_arguments=False),
+    "deliberate_switch": Format("<|close|>", decode_deliberate),
+    "tool_label": Format("<|reply_end|>", decode_tool_label),
+    "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
+                             message_end="<|stop|>"),
 }
 
 
@@ -400,8 +437,10 @@ def model_text(template: ChatTemplate, fmt: Format, message: dict, thinking: boo
         return None
     assert full.startswith(prefix), "the conversation does not extend the prompt"
     text = full[len(prefix):].rstrip()
-    assert text.endswith(fmt.end_of_turn), f"no end-of-turn marker: {text[-40:]!r}"
-    return text[: -len(fmt.end_of_turn)]
+    ends = fmt.end_of_turn if isinstance(fmt.end_of_turn, tuple) else (fmt.end_of_turn,)
+    end = next((end for end in ends if text.endswith(end)), None)
+    assert end is not None, f"no end-of-turn marker: {text[-40:]!r}"
+    return text[: -len(end)]
 
 
 def expected(message: dict, fmt: Format):
@@ -447,7 +486,7 @@ def test_prompt_has_system_tools_results_and_generation_prompt(path):
     prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
     generation = prompt[len(without):]
     assert prompt.startswith(without) and generation.strip(), "no generation prompt"
-    assert SYSTEM in without and USER + fmt.end_of_turn in without
+    assert SYSTEM in without and USER + (fmt.message_end or fmt.end_of_turn) in without
     for tool in TOOLS:  # the definitions, not just the names
         for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
                 tool["function"]["name"]]):

@@ -1,0 +1,56 @@
+"""Messages: whether a turn is written as several messages, each with a header.
+
+Where the reasoning block's end opens a new message as the generation prompt opens the
+first one (the block's end ends with the prompt's own text), a turn is a sequence of
+messages. The headers the format writes (the reasoning's opener, the content's, the
+literal between a call's name and its arguments) then end alike: the marker they all
+end with is the end of a message's header.
+"""
+
+from __future__ import annotations
+
+from ..diff import markers_in
+from .evidence import Evidence
+from .observe import Observation
+from .reasoning import ReasoningResult, history_render, prompt_render
+
+
+def _call_header(tools: dict) -> str | None:
+    """The literal a tagged call writes between its name and its arguments."""
+    parts = (tools.get("call") or {}).get("parts") or []
+    holes = [part["hole"] for part in parts]
+    if tools.get("format") != "tagged" or "name" not in holes:
+        return None
+    return parts[holes.index("name")]["after"]
+
+
+def analyze(
+    obs: Observation, reasoning: ReasoningResult, content_start: str | None, tools: dict
+) -> tuple[dict | None, list[Evidence]]:
+    """The spec's ``messages`` section (None where a turn is one message), and why."""
+    base, prompt = obs.base[True], obs.prompt[True]
+    if not prompt.startswith(base) or not reasoning.end:
+        return None, []
+    opener = prompt[len(base) :].strip()
+    if not opener or not reasoning.end.rstrip().endswith(opener):
+        return None, []
+    headers = [text for text in (reasoning.start, content_start, _call_header(tools)) if text]
+    ends = {(markers_in(text) or [""])[-1] for text in headers}
+    if len(headers) < 2 or len(ends) != 1:
+        return None, []
+    (end,) = ends
+    if not end or not all(text.rstrip().endswith(end) for text in headers):
+        return None, []
+    why = (
+        f"the reasoning ends with {reasoning.end!r}, which opens a new message as the "
+        f"prompt does ({opener!r}); the headers {headers!r} all end with {end!r}"
+    )
+    evidence = Evidence(
+        f"messages.opener = {opener!r}, messages.header_end = {end!r}, messages.end = "
+        f"{reasoning.end.rstrip()[: -len(opener)].strip() or None!r}",
+        why,
+        history_render(obs, True),
+        prompt_render(obs, True),
+    )
+    ending = reasoning.end.rstrip()[: -len(opener)].strip() or None
+    return {"opener": opener, "header_end": end, "end": ending}, [evidence]
