@@ -438,6 +438,8 @@ def _name_end(text, at, after, options):
     for literal, skip in ((after, 0),) + options:
         if literal.strip():
             core = (_SPLIT.get(literal) or _split(literal))[1]
+            if text.find(core[0], at, reach + len(core)) < 0:
+                continue  # (the common case where a try fails: one memchr)
             found = _read_to(text, at, literal, reach + len(core))
         else:
             stop = _word_end(text, at)
