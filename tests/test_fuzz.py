@@ -172,10 +172,8 @@ def test_fuzz(slug):
 # pieces of 1,024 and 4,096 characters a reader is given): whitespace and text of
 # 255 to 5,000 characters written before and after every marker of a rendered text.
 RUN_LENGTHS = (255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 5000)
+# The stream reads each input whole and in chunks of these sizes.
 RUN_CHUNKS = (1, 2, 3, 7, 64)
-# How many of RUN_CHUNKS, drawn at random, each input is streamed at besides whole
-# (all five take a few seconds a module, most of it one character at a time).
-CHUNKINGS_PER_RUN = 1
 
 
 def _run(rng: random.Random, kind: str, length: int) -> str:
@@ -206,9 +204,9 @@ def _calls_named(message: dict) -> list[str]:
 @pytest.mark.parametrize("slug", rt.slugs())
 def test_fuzz_long_runs(slug):
     """A run of whitespace or text longer than any window a reader keeps, around
-    every marker: the stream reads what parse reads at every chunking, nothing is
-    lost, and a run of whitespace reads as one character of it would (its length
-    never decides whether a call is one)."""
+    every marker: the stream reads what parse reads whole and in chunks of 1, 2, 3,
+    7 and 64 characters, nothing is lost, and a run of whitespace reads as one
+    character of it would (its length never decides whether a call is one)."""
     module = rt.module(slug)
     markers = _markers(module.SPEC)
     rng = random.Random("runs " + slug)
@@ -226,7 +224,7 @@ def test_fuzz_long_runs(slug):
             if not run[0].isdigit():  # (digits and the word after them read as a number)
                 missing = _lost(module, changed, whole, markers)
                 assert not missing, f"{where}: parse lost {''.join(sorted(missing.elements()))!r}"
-            for size in [None] + rng.sample(RUN_CHUNKS, CHUNKINGS_PER_RUN):
+            for size in (None,) + RUN_CHUNKS:
                 cuts = range(size, len(changed), size) if size else []
                 fed, finished, abandoned = streamed(module, changed, cuts)
                 assert merge(fed + finished, abandoned) == whole, f"{where}: chunks of {size}"
