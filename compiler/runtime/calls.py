@@ -491,7 +491,10 @@ def _key_mark():
     core = ARG_KEY_PREFIX.strip()
     if not SUFFIXED_VALUES or not any(char.isalnum() for char in core):
         return ""
-    return ARG_VALUE_SUFFIX[: len(ARG_VALUE_SUFFIX) - len(ARG_VALUE_SUFFIX.lstrip())] + core
+    return (
+        ARG_VALUE_SUFFIX[: len(ARG_VALUE_SUFFIX) - len(ARG_VALUE_SUFFIX.lstrip())]
+        + core
+    )
 
 
 _KEY_MARK = _key_mark()

@@ -24,11 +24,18 @@ _GRAMMAR_NO_THINKING: str = ""  # the grammar of a whole output, thinking off
 # --- reasoning ---------------------------------------------------------------------
 HAS_REASONING: bool = False  # outputs may hold a reasoning block
 REASONING_START: str = ""  # "" where no marker opens it: the output starts inside
-REASONING_STARTS: tuple[str, ...] = ()  # it and other openers (overrides), longest first
+REASONING_STARTS: tuple[
+    str, ...
+] = ()  # it and other openers (overrides), longest first
 REASONING_END: str = ""
 OPENED_BY_PROMPT: dict[bool, bool] = {True: False, False: False}  # per enable_thinking
-TOOLS_CHANGE_OPENING: bool = False  # the prompt opens the block otherwise with tools given
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: False, False: False}  # ... per enable_thinking
+TOOLS_CHANGE_OPENING: bool = (
+    False  # the prompt opens the block otherwise with tools given
+)
+OPENED_WITH_TOOLS: dict[bool, bool] = {
+    True: False,
+    False: False,
+}  # ... per enable_thinking
 
 # --- content -----------------------------------------------------------------------
 CONTENT_WRAPPED: bool = False  # a marker may open the content
@@ -87,7 +94,9 @@ ARG_STRING_CLOSE: str = ""
 SUFFIXED_VALUES: bool = False  # a literal after each value marks its end
 VALUE_SUFFIX_NAMES_KEY: bool = False  # ... and repeats the key where it says {key}
 RAW_STRINGS: bool = False  # the text between the string delimiters is the value
-QUOTED_STRINGS: bool = False  # ... or a quote, a string's escapes skipped to find its end
+QUOTED_STRINGS: bool = (
+    False  # ... or a quote, a string's escapes skipped to find its end
+)
 # Values in a syntax the template's own macro writes (tools.arguments.syntax): strings
 # between ARG_STRING_OPEN and ARG_STRING_CLOSE, objects, arrays and words as these.
 OWN_VALUES: bool = False
@@ -148,7 +157,9 @@ _GRAMMAR_CHOICES: dict = {}
 PREPARE_REASONING_FIELD: str = ""
 PREPARE_REASONING_BLOCK: tuple[str, ...] = ()
 PREPARE_REASONING_IN_CONTENT: bool = False
-PREPARE_ARGUMENTS: str = ""  # "object" or "string": the arguments as the template reads them
+PREPARE_ARGUMENTS: str = (
+    ""  # "object" or "string": the arguments as the template reads them
+)
 PREPARE_NON_NULL_CONTENT: bool = False  # None content becomes ""
 PREPARE_TYPED_CONTENT: bool = False  # text content becomes [{"type": "text", ...}]
 PREPARE_SYSTEM: bool = False  # no system role: system text joins the first user turn

@@ -203,14 +203,20 @@ _REASONING_STOPS = (
 _CONTENT_STOPS = (
     _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
     if TRIGGER_ALSO
-    else _stops(_SEEK, CONTENT_END, TURN_BREAK) if TURN_BREAK else _stops(_SEEK, CONTENT_END)
+    else (
+        _stops(_SEEK, CONTENT_END, TURN_BREAK)
+        if TURN_BREAK
+        else _stops(_SEEK, CONTENT_END)
+    )
 )
 # ... and of content that is a unit of the turn (CONTENT_AS_UNIT), which a call
 # separator may end.
 _UNIT_STOPS = _stops(_SEPARATOR_SEEK)
 # ... and of text after calls, where end-of-turn markers are dropped.
 _AFTER_STOPS = (
-    _stops(*_SEEKS, *END_AFTER_CALLS) if TRIGGER_ALSO else _stops(_SEEK, *END_AFTER_CALLS)
+    _stops(*_SEEKS, *END_AFTER_CALLS)
+    if TRIGGER_ALSO
+    else _stops(_SEEK, *END_AFTER_CALLS)
 )
 
 
@@ -322,7 +328,9 @@ class StreamParser:
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
-        self._maybe_reasoning = []  # text that is reasoning only if a delimiter follows it
+        self._maybe_reasoning = (
+            []
+        )  # text that is reasoning only if a delimiter follows it
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -660,7 +668,9 @@ class StreamParser:
                 # The closer is dropped unless it may be part of a trigger.
                 end = pending.find(CONTENT_END)
                 if TRIGGER_ALSO:
-                    limit = at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
+                    limit = (
+                        at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
+                    )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
                 if end >= 0 and end + len(CONTENT_END) <= limit:
@@ -1310,7 +1320,12 @@ class StreamParser:
             key = _decoded((yield from self._json_value()))
             if key in members:
                 raise _Broken
-            if FLAT_FIELDS and CALL_MEMBERS and not NAME_IS_KEY and (key,) not in CALL_MEMBERS:
+            if (
+                FLAT_FIELDS
+                and CALL_MEMBERS
+                and not NAME_IS_KEY
+                and (key,) not in CALL_MEMBERS
+            ):
                 raise _Broken  # a member the template never writes
             yield from self._json_space()
             if (yield from self._next_char()) != ":":
@@ -1750,7 +1765,9 @@ class StreamParser:
                 try:
                     value = _load(text, LITERAL)
                 except ValueError:
-                    value = text[len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)]
+                    value = text[
+                        len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)
+                    ]
             else:
                 value = _typed(text, kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))

@@ -178,7 +178,11 @@ def _own_patterns():
         found = (
             re.compile("|".join(map(re.escape, marks)) or "(?!)"),
             re.compile(string_end, re.DOTALL),
-            {mark for mark in every if any(o != mark and o.startswith(mark) for o in every)},
+            {
+                mark
+                for mark in every
+                if any(o != mark and o.startswith(mark) for o in every)
+            },
             {mark[:size] for mark in every for size in range(1, len(mark))},
             max(map(len, every)),
         )
