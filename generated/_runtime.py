@@ -411,19 +411,52 @@ _SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 
 def _seek(text, at, limit=None):
-    """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1 (the
-    trigger's where two start at one place)."""
+    """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1."""
+    known = _known_in(text)
     best = -1
     for seek in _SEEKS:
-        end = limit
-        if best >= 0:
-            end = best + len(seek) - 1  # found only where it starts before the best
-            if limit is not None and limit < end:
-                end = limit
-        found = text.find(seek, at, end)
-        if found >= 0:
+        found = _next_of(text, seek, at, known)
+        if found < 0 or (limit is not None and found + len(seek) > limit):
+            continue  # (the first from ``at`` on ends past the limit: all do)
+        if best < 0 or found < best:
             best = found
     return best
+
+
+def _next_of(text, seek, at, known):
+    """``text.find(seek, at)``, helped by what ``known`` (``_known_in(text)``) holds:
+    the tries at calls in one text look for each of ``_SEEKS`` again from where
+    they are, and one that is not written any more (the trigger, where only
+    another opener follows) would be looked for to the end of the text at every
+    try, which costs the square of the text's length."""
+    span = known.get(seek)
+    if span is None:
+        found = text.find(seek, at)
+    elif at < span[0]:
+        # only the stretch before what is known is looked in
+        found = text.find(seek, at, span[0] + len(seek) - 1)
+        if found < 0:
+            found = span[1]
+    elif span[1] < 0 or span[1] >= at:
+        return span[1]
+    else:
+        found = text.find(seek, at)
+    known[seek] = (at, found)
+    return found
+
+
+def _known_in(text):
+    """seek → (start, found) for ``text``: the first place from ``start`` on where
+    the seek is written (-1: none). Kept for the last text looked in only (the
+    object itself: a str never changes)."""
+    global _KNOWN
+    known = _KNOWN
+    if known[0] is not text:
+        known = _KNOWN = (text, {})
+    return known[1]
+
+
+_KNOWN: tuple = (None, {})
 
 
 def _past_start(text, at):
@@ -532,14 +565,19 @@ def _before(value, literal):
 
 def _good_name(name):
     """Whether ``name`` can be a function name: short, and one word."""
-    return len(name) <= 256 and name.split() == [name]
+    return len(name) <= _LONGEST_NAME and name.split() == [name]
+
+
+# A name (a function's, an argument's, an id) is one word of at most this many
+# characters, with any whitespace around it.
+_LONGEST_NAME = 256
 
 
 def _word_end(text, at):
     """The end of a name written with nothing after it but the next marker (read
     no further than a name _good_name takes can reach)."""
     end = at
-    stop = min(len(text), at + 257)
+    stop = min(len(text), at + _LONGEST_NAME + 1)
     while end < stop and (text[end].isalnum() or text[end] in "_-.:"):
         end += 1
     return end if end > at else -1
@@ -558,8 +596,7 @@ def _read_name_to(text, at, literal):
     found = _read_to(text, at, head, at + _NAME_WINDOW)
     if found is None and at + _NAME_WINDOW < len(text):
         core = (_SPLIT.get(head) or _split(head))[1]
-        reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
-        found = _read_to(text, at, head, reach + len(core))
+        found = _read_to(text, at, head, _name_reach(text, at) + len(core))
     if found is None or len(head) == len(literal):
         return found
     end = _match(text, found[0], literal)
@@ -579,8 +616,17 @@ def _name_head(literal):
 
 
 _NAME_HEADS: dict = {}
-_NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 _NAME_WINDOW = 512
+
+
+def _name_reach(text, at):
+    """How far a name that _good_name takes, written from ``at``, reaches: past
+    whitespace, a word of at most one character more than a name has, and the
+    whitespace after it, however long. (str.split finds the word's end some ten
+    times faster than a pattern's ``\\S{0,257}``.)"""
+    start = _skip_space(text, at)
+    head = text[start : start + _LONGEST_NAME + 1].split(None, 1)
+    return _skip_space(text, start + len(head[0])) if head else start
 
 
 def _strip_stop(text):
@@ -714,32 +760,31 @@ def _maybe_stop(text):
     return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
-# A name is one word of at most 256 characters (_good_name): where real outputs may
-# end it in more than one way, each literal is looked for this far past its start
-# (so a literal that is not written costs no more than this per call).
-_NAME_REACH = 512
-
-
 def _name_end(text, at, after, options):
     """Where a name (or id) written at ``at`` ends, when real outputs may end it with
     ``after`` or one of ``options`` ((literal, parts it skips), from reviewed
     overrides): (where the name ends, where the literal ends, parts skipped), for
-    the literal found first within ``_NAME_REACH`` (the longer one where two are
-    found at one place), or None. A literal that is only whitespace or empty ends
-    the name at its word's end."""
-    window = text[at : at + _NAME_REACH]
+    the literal found first (the longer one where two are found at one place), or
+    None. A literal that is only whitespace or empty ends the name at its word's
+    end. Each literal is looked for only as far as a name _good_name takes can
+    reach (``_name_reach``: whitespace around it counts, however long), so a
+    literal that is not written costs no more than that per call."""
+    reach = _name_reach(text, at)
     best = None
     for literal, skip in ((after, 0),) + options:
         if literal.strip():
-            found = _read_to(window, 0, literal)
+            core = (_SPLIT.get(literal) or _split(literal))[1]
+            if text.find(core[0], at, reach + len(core)) < 0:
+                continue  # (the common case where a try fails: one memchr)
+            found = _read_to(text, at, literal, reach + len(core))
         else:
-            stop = _word_end(window, 0)
-            found = (stop, _match(window, stop, literal)) if stop >= 0 else None
+            stop = _word_end(text, at)
+            found = (stop, _match(text, stop, literal)) if stop >= 0 else None
         if found is None or found[1] < 0:
             continue
         rank = (found[0], -len(literal.strip()))
         if best is None or rank < best[0]:
-            best = (rank, at + found[0], at + found[1], skip)
+            best = (rank, found[0], found[1], skip)
     return None if best is None else best[1:]
 
 
@@ -1932,7 +1977,7 @@ def _read_object(text, at):
     if LITERAL == "json":
         # The json module's C scanner finds the end and decodes in one pass.
         try:
-            value, end = _SCAN_ONCE(text, at)
+            value, end = _scanned(_SCAN_ONCE, text, at, 0)
         except (ValueError, RecursionError, StopIteration):
             return None
     else:
@@ -1960,14 +2005,14 @@ def _read_members(text, at):
         return members, at + 1
     try:
         while text.startswith('"', at):
-            key, at = _SCAN_STRING(text, at + 1)
+            key, at = _scanned(_SCAN_STRING, text, at, 1)
             if key in members:
                 return None
             colon = _JSON_COLON.match(text, at)
             if colon is None:
                 return None
             start = colon.end()
-            value, at = _SCAN_ONCE(text, start)
+            value, at = _scanned(_SCAN_ONCE, text, start, 0)
             members[key] = (value, start, at)
             after = _JSON_NEXT.match(text, at)
             if after is None:
@@ -1978,6 +2023,39 @@ def _read_members(text, at):
     except (ValueError, RecursionError, StopIteration):
         pass
     return None
+
+
+def _scanned(scan, text, at, skip):
+    """``scan(text, at + skip)``, for one of the json module's C scanners (the
+    value at ``at``; the string whose quote is at ``at``, ``skip`` 1): (value,
+    end), or what it raises. It reads a piece of the text from ``at`` that doubles
+    until the answer cannot change: json's error counts the lines of all the text
+    before where it is raised, which a run of broken calls would pay at each (the
+    square of the text's length)."""
+    size = _SCAN_PIECE
+    while True:
+        piece = text[at : at + size]
+        last = at + size >= len(text)
+        try:
+            value, end = scan(piece, skip)
+        except StopIteration as error:
+            if last or error.value + _SCAN_MARGIN <= len(piece):
+                raise
+        except ValueError as error:
+            place = getattr(error, "pos", len(piece))
+            cut = str(getattr(error, "msg", "")).startswith("Unterminated")
+            if last or (place + _SCAN_MARGIN <= len(piece) and not cut):
+                raise
+        else:
+            if last or end + _SCAN_MARGIN <= len(piece):
+                return value, at + end
+        size *= 2
+
+
+# The first piece _scanned reads, and how far past a value's end (or an error) the
+# scanner may have looked to decide it (a number's exponent, a \uXXXX\uXXXX pair).
+_SCAN_PIECE = 1024
+_SCAN_MARGIN = 16
 
 
 def _field(value, path):
@@ -3105,8 +3183,8 @@ def _decoded(text):
         raise _Broken from None
 
 
-# A name longer than this is not a name: the reader stops waiting for its end.
-_NAME_LIMIT = 1024
+# Where the word a name is written as ends (``\s`` is exactly str.isspace).
+_FIRST_SPACE = re.compile(r"\s").search
 # How many pieces of a value a run keeps before it joins them into one.
 _BLOCK = 64
 # What stops a chunk of reasoning or content from being sent as it is.
@@ -3637,6 +3715,15 @@ class StreamParser:
                         search = max(end, search - len(CONTENT_END))
                     continue
             if at >= 0:
+                # What is content whatever the calls turn out to be is sent first:
+                # held with them, it would be copied again at every try of a run of
+                # triggers that prove no calls.
+                keep = self._content_kept(pending[:at], markers, closing)
+                if keep > opener:
+                    self._send("content", pending[opener:keep])
+                    self._pending = pending[keep:]
+                    at -= keep
+                    opener = 0
                 self._opener = opener
                 search = yield from self._try_calls(at)
                 if search >= 0:
@@ -3657,16 +3744,7 @@ class StreamParser:
                 self._send("content", text, final=True)
                 self._pending = ""
                 return
-            watch = _SEEKS if TRIGGER_ALSO else (_SEEK,)
-            if self._after:
-                # End-of-turn markers that end the text after calls are dropped.
-                keep = _settled(pending, watch + tuple(markers))
-                keep = len(_trim_end(pending[:keep], markers))
-            else:
-                keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
-                if TURN_BREAK and watch:
-                    # a turn break at the end: calls may follow it in a new turn
-                    keep = _short_of_break(pending, keep)
+            keep = self._content_kept(pending, markers, closing)
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
@@ -3675,6 +3753,21 @@ class StreamParser:
             self._run = None if opener or search or self._gap is not None else run
             yield
             self._run = None
+
+    def _content_kept(self, pending, markers, closing):
+        """How much of ``pending`` (content, or text after calls) can be sent: all
+        but a tail that may still turn out to be a trigger or a marker, or that
+        calls after it would drop (an end-of-turn marker, a turn break)."""
+        watch = _SEEKS if TRIGGER_ALSO else (_SEEK,)
+        if self._after:
+            # End-of-turn markers that end the text after calls are dropped.
+            keep = _settled(pending, watch + tuple(markers))
+            return len(_trim_end(pending[:keep], markers))
+        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        if TURN_BREAK and watch:
+            # a turn break at the end: calls may follow it in a new turn
+            keep = _short_of_break(pending, keep)
+        return keep
 
     def _read_calls_or_content(self):
         """Nothing marks a call here: the output is calls or it is content."""
@@ -3953,22 +4046,35 @@ class StreamParser:
                 return
             yield
 
-    def _upto(self, core, name=False):
-        """Where ``core`` next starts in the pending text, waiting for it; -1 when
-        the output ends without it or, for a ``name``, as soon as the text before
-        it can no longer be a name."""
-        at = 0
+    def _name_upto(self, core):
+        """A name written up to ``core``, as ``_read_name_to`` reads one (one word,
+        whitespace around it), read up to where ``core`` starts; None as soon as the
+        text before ``core`` can no longer be one word of a name's length, or the
+        output ends without it. The whitespace after the word is read as it comes:
+        however long a run of it, it is not held pending."""
+        yield from self._skip_space()
         while True:
-            found = self._pending.find(core, at)
+            pending = self._pending
+            found = pending.find(core)
+            sure = found if found >= 0 else _partial_at(pending, core)
+            space = _FIRST_SPACE(pending, 0, sure)
+            if space is not None:
+                break
             if found >= 0:
-                return found
-            if self._eof:
-                return -1
-            if name:
-                sure = self._pending[: _partial_at(self._pending, core)]
-                if len(sure) > _NAME_LIMIT or len(sure.split()) > 1:
-                    return -1
-            at = max(0, len(self._pending) - len(core) + 1)
+                self._consume(found)
+                return pending[:found]
+            if self._eof or sure > _LONGEST_NAME:
+                return None
+            yield
+        word = pending[: space.start()]
+        self._consume(len(word))
+        while True:  # only whitespace may come between the word and ``core``
+            yield from self._skip_space()
+            pending = self._pending
+            if pending.startswith(core):
+                return word
+            if self._eof or not core.startswith(pending):
+                return None
             yield
 
     def _until(self, core):
@@ -3993,18 +4099,39 @@ class StreamParser:
         """A name (or id) ended by ``after`` or one of ``options``, as ``_name_end``
         reads it: (the name, the parts skipped). It waits until more text cannot
         change the answer: a literal found, with room for the longest after where
-        the name ends (a literal written later ends it later), or all of
-        ``_NAME_REACH``."""
+        the name ends (a literal written later ends it later); else room for the
+        longest past as far as ``_name_end`` looks: past a word longer than a name,
+        or past the word and the whitespace after it (read as it comes, so that a
+        long run of it is not held pending; put back once, when it is decided)."""
         yield from self._skip_space()
-        longest = max([1] + [len(literal) for literal, _ in ((after, 0),) + options])
-        while True:
+        literals = [literal for literal, _ in ((after, 0),) + options]
+        longest = max([1] + [len(literal) for literal in literals])
+        # (no literal can be found before one's first character is: "" for a
+        # literal that ends the name at its word's end)
+        cues = {literal.strip()[:1] for literal in literals}
+        mark = len(self._raw)
+        while not self._eof:
             pending = self._pending
-            found = _name_end(pending, 0, after, options)
-            if self._eof or len(pending) >= _NAME_REACH:
-                break
-            if found is not None and found[0] + longest <= len(pending):
-                break
+            if len(self._raw) > mark:
+                # the word is read: whitespace, then where a literal may start
+                self._consume(len(pending) - len(pending.lstrip()))
+                if len(self._pending) >= longest:
+                    break
+            else:
+                if "" in cues or any(cue in pending for cue in cues):
+                    found = _name_end(pending, 0, after, options)
+                    if found is not None and found[0] + longest <= len(pending):
+                        break
+                space = _FIRST_SPACE(pending, 0, _LONGEST_NAME + 2)
+                if space is not None:
+                    self._consume(space.start())  # the word
+                    continue
+                if len(pending) > _LONGEST_NAME + 1 + longest:
+                    break
             yield
+        self._rewind(mark)
+        pending = self._pending
+        found = _name_end(pending, 0, after, options)
         if found is None:
             raise _Broken
         name = pending[: found[0]].strip()
@@ -4015,14 +4142,9 @@ class StreamParser:
 
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
-        yield from self._skip_space()
-        end = yield from self._upto(_name_head(literal).strip(), name=True)
-        if end < 0:
+        name = yield from self._name_upto(_name_head(literal).strip())
+        if name is None or not _good_name(name):
             raise _Broken
-        name = self._pending[:end].strip()
-        if not _good_name(name):
-            raise _Broken
-        self._consume(end)
         if not (yield from self._literal(literal)):
             raise _Broken  # its first marker, not the rest (_read_name_to)
         return name
@@ -4362,7 +4484,7 @@ class StreamParser:
             end = 0
             while end < len(text) and (text[end].isalnum() or text[end] in "_-.:"):
                 end += 1
-            if end < len(text) or self._eof or end > _NAME_LIMIT:
+            if end < len(text) or self._eof or end > _LONGEST_NAME:
                 break
             yield
         if not _good_name(text[:end]):
@@ -4371,19 +4493,22 @@ class StreamParser:
         return text[:end]
 
     def _index(self, literal):
-        """A call's index (0, 1, ...): read, not kept."""
+        """A call's index (0, 1, ...): read, not kept (its digits as they come:
+        ``parse`` reads any number of them)."""
         yield from self._skip_space()
+        digits = 0
         while True:
             text = self._pending
             end = 0
             while end < len(text) and text[end].isdigit():
                 end += 1
-            if end < len(text) or self._eof or end > _NAME_LIMIT:
+            digits += end
+            self._consume(end)
+            if end < len(text) or self._eof:
                 break
             yield
-        if not end:
+        if not digits:
             raise _Broken
-        self._consume(end)
         if not (yield from self._literal(literal)):
             raise _Broken
 
@@ -4471,11 +4596,9 @@ class StreamParser:
     def _key(self):
         """An argument's name, written up to its closing text; None if it is not
         one."""
-        end = yield from self._upto(_name_head(ARG_KEY_END).strip(), name=True)
-        key = self._pending[:end].strip() if end >= 0 else ""
-        if not _good_name(key):
+        key = yield from self._name_upto(_name_head(ARG_KEY_END).strip())
+        if key is None or not _good_name(key):
             return None
-        self._consume(end)
         if not (yield from self._literal(ARG_KEY_END)):
             return None  # its first marker, not the rest (_read_name_to)
         return key

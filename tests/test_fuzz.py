@@ -1,6 +1,7 @@
 """Fuzzing every generated module with inputs built from its own markers and from
-mutated round-trip texts (derandomized: each module's inputs come from a generator
-seeded by its name, so a failure reproduces).
+mutated round-trip texts, and with round-trip texts with a long run of whitespace or
+text written beside a marker (derandomized: each module's inputs come from a
+generator seeded by its name, so a failure reproduces).
 
 For every input, and every way the stream is cut here (one character at a time,
 whole, and at random places):
@@ -87,12 +88,16 @@ def _outside_markers(text: str, spec: dict, markers: list[str]) -> str:
             # The closer repeats the key, which the arguments hold once.
             before, after = (re.escape(piece.strip()) for piece in closer.split("{key}", 1))
             text = re.sub(before + r"[^\W\d]\w*" + after, " ", text)
-    # The reader matches a marker's whitespace loosely: remove its pieces, the
-    # longest first (a short one may be part of a longer one). It takes any
-    # whitespace after a preserved token inside a literal too ('</arg_key>\n<arg_value>'
-    # for '</arg_key><arg_value>'): those tokens are pieces of their own.
+    # The reader matches a marker's whitespace loosely, and allows whitespace
+    # after each preserved token in it ('</arg_key>\n<arg_value>' for
+    # '</arg_key><arg_value>'): remove its pieces, the longest first (a short one may
+    # be part of a longer one), the preserved tokens among them.
+    tokens = [token for token in spec["grammar"].get("preserved_tokens") or () if token.strip()]
+    cut = re.compile("(%s)" % "|".join(map(re.escape, sorted(tokens, key=len, reverse=True)))) if tokens else None
     pieces = {piece for marker in markers for piece in marker.split()}
-    pieces |= {token for token in spec["grammar"]["preserved_tokens"] if token.strip()}
+    pieces |= set(tokens)
+    if cut is not None:
+        pieces |= {part for piece in pieces for part in cut.split(piece) if part}
     for piece in sorted(pieces, key=len, reverse=True):
         text = text.replace(piece, " ")
     # A closer cut short at the end of the text is read as that closer (issue 26):
@@ -100,6 +105,17 @@ def _outside_markers(text: str, spec: dict, markers: list[str]) -> str:
     kept = text.rstrip()
     cut = max((n for p in pieces for n in range(1, len(p)) if kept.endswith(p[:n])), default=0)
     return kept[: len(kept) - cut] if cut else text
+
+
+def _lost(module, text: str, whole: dict, markers: list[str]) -> collections.Counter:
+    """The letters of ``text`` outside the format's markers that ``parse``'s
+    message ``whole`` does not hold (a hole the format writes twice, twice)."""
+    kept = [whole["content"], whole["reasoning_content"] or ""]
+    holes = [part["hole"] for part in module.SPEC["tools"].get("call", {}).get("parts") or ()]
+    for call in whole["tool_calls"]:
+        kept += [call["function"]["name"]] * max(1, holes.count("name"))
+        kept += [call["function"]["arguments"]] + [call["id"] or ""] * max(1, holes.count("id"))
+    return _letters(_outside_markers(text, module.SPEC, markers)) - _letters(" ".join(kept))
 
 
 def _built(rng: random.Random, markers: list[str], texts: list[str]) -> str:
@@ -154,18 +170,75 @@ def test_fuzz(slug):
         thinking = rng.random() < 0.5
         where = f"input {number}: {text!r} (enable_thinking={thinking})"
         whole = module.parse(text, enable_thinking=thinking)
-        kept = [whole["content"], whole["reasoning_content"] or ""]
-        holes = [part["hole"] for part in module.SPEC["tools"].get("call", {}).get("parts") or ()]
-        for call in whole["tool_calls"]:
-            kept += [call["function"]["name"]] * max(1, holes.count("name"))
-            kept += [call["function"]["arguments"]] + [call["id"] or ""] * max(1, holes.count("id"))
-        missing = _letters(_outside_markers(text, module.SPEC, markers)) - _letters(" ".join(kept))
+        missing = _lost(module, text, whole, markers)
         assert not missing, f"{where}: parse lost {''.join(sorted(missing.elements()))!r}"
         size = len(text)
         cuttings = [range(1, size), [], sorted(rng.sample(range(1, size), min(size - 1, 6)))] if size > 1 else [[]]
         for cuts in cuttings:
             fed, finished, abandoned = streamed(module, text, cuts, enable_thinking=thinking)
             assert merge(fed + finished, abandoned) == whole, f"{where}: cut at {list(cuts)}"
+
+
+# Runs that reach past the readers' window sizes (a name's 256 characters, the
+# pieces of 1,024 and 4,096 characters a reader is given): whitespace and text of
+# 255 to 5,000 characters written before and after every marker of a rendered text.
+RUN_LENGTHS = (255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 5000)
+# The stream reads each input whole and in chunks of these sizes.
+RUN_CHUNKS = (1, 2, 3, 7, 64)
+
+
+def _run(rng: random.Random, kind: str, length: int) -> str:
+    """A run of ``length`` characters: whitespace, or text (a word longer than any
+    name, prose, digits: where an index or a name is read)."""
+    if kind == "whitespace":
+        return "".join(rng.choice(" \n\t") for _ in range(length))
+    unit = rng.choice(("x", "lorem ipsum ", "7"))
+    return (unit * (length // len(unit) + 1))[:length]
+
+
+def _spots(texts: list[str], markers: list[str]) -> list[tuple[str, int]]:
+    """(text, place) before and after every marker, in the first text holding it."""
+    found = {}
+    for marker in markers:
+        for text in texts:
+            at = text.find(marker)
+            if at >= 0:
+                found[(text, at)] = found[(text, at + len(marker))] = None
+                break
+    return list(found)
+
+
+def _calls_named(message: dict) -> list[str]:
+    return [call["function"]["name"] for call in message["tool_calls"]]
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_fuzz_long_runs(slug):
+    """A run of whitespace or text longer than any window a reader keeps, around
+    every marker: the stream reads what parse reads whole and in chunks of 1, 2, 3,
+    7 and 64 characters, nothing is lost, and a run of whitespace reads as one
+    character of it would (its length never decides whether a call is one)."""
+    module = rt.module(slug)
+    markers = _markers(module.SPEC)
+    rng = random.Random("runs " + slug)
+    for text, at in _spots(_texts(slug), markers):
+        for kind in ("whitespace", "text"):
+            run = _run(rng, kind, rng.choice(RUN_LENGTHS))
+            changed = text[:at] + run + text[at:]
+            where = f"{kind} of {len(run)} at {at}: {text[:at][-40:]!r} + run + {text[at:][:40]!r}"
+            whole = module.parse(changed)
+            if kind == "whitespace":
+                # (the same characters, each once: a tab or a newline in a JSON
+                # string makes it no string, however many there are)
+                short = module.parse(text[:at] + "".join(dict.fromkeys(run)) + text[at:])
+                assert _calls_named(whole) == _calls_named(short), f"{where}: the run's length decided"
+            if not run[0].isdigit():  # (digits and the word after them read as a number)
+                missing = _lost(module, changed, whole, markers)
+                assert not missing, f"{where}: parse lost {''.join(sorted(missing.elements()))!r}"
+            for size in (None,) + RUN_CHUNKS:
+                cuts = range(size, len(changed), size) if size else []
+                fed, finished, abandoned = streamed(module, changed, cuts)
+                assert merge(fed + finished, abandoned) == whole, f"{where}: chunks of {size}"
 
 
 MALFORMED_TOOLS = [

@@ -89,7 +89,7 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
-    _NAME_REACH,
+    _LONGEST_NAME,
     _SEEK,
     _SEEKS,
     _SEPARATOR_SEEK,
@@ -231,8 +231,8 @@ def _decoded(text):
         raise _Broken from None
 
 
-# A name longer than this is not a name: the reader stops waiting for its end.
-_NAME_LIMIT = 1024
+# Where the word a name is written as ends (``\s`` is exactly str.isspace).
+_FIRST_SPACE = re.compile(r"\s").search
 # How many pieces of a value a run keeps before it joins them into one.
 _BLOCK = 64
 # What stops a chunk of reasoning or content from being sent as it is.
@@ -763,6 +763,15 @@ class StreamParser:
                         search = max(end, search - len(CONTENT_END))
                     continue
             if at >= 0:
+                # What is content whatever the calls turn out to be is sent first:
+                # held with them, it would be copied again at every try of a run of
+                # triggers that prove no calls.
+                keep = self._content_kept(pending[:at], markers, closing)
+                if keep > opener:
+                    self._send("content", pending[opener:keep])
+                    self._pending = pending[keep:]
+                    at -= keep
+                    opener = 0
                 self._opener = opener
                 search = yield from self._try_calls(at)
                 if search >= 0:
@@ -783,16 +792,7 @@ class StreamParser:
                 self._send("content", text, final=True)
                 self._pending = ""
                 return
-            watch = _SEEKS if TRIGGER_ALSO else (_SEEK,)
-            if self._after:
-                # End-of-turn markers that end the text after calls are dropped.
-                keep = _settled(pending, watch + tuple(markers))
-                keep = len(_trim_end(pending[:keep], markers))
-            else:
-                keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
-                if TURN_BREAK and watch:
-                    # a turn break at the end: calls may follow it in a new turn
-                    keep = _short_of_break(pending, keep)
+            keep = self._content_kept(pending, markers, closing)
             if keep >= opener:
                 self._send("content", pending[opener:keep])
                 self._hold(pending[keep:])
@@ -801,6 +801,21 @@ class StreamParser:
             self._run = None if opener or search or self._gap is not None else run
             yield
             self._run = None
+
+    def _content_kept(self, pending, markers, closing):
+        """How much of ``pending`` (content, or text after calls) can be sent: all
+        but a tail that may still turn out to be a trigger or a marker, or that
+        calls after it would drop (an end-of-turn marker, a turn break)."""
+        watch = _SEEKS if TRIGGER_ALSO else (_SEEK,)
+        if self._after:
+            # End-of-turn markers that end the text after calls are dropped.
+            keep = _settled(pending, watch + tuple(markers))
+            return len(_trim_end(pending[:keep], markers))
+        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        if TURN_BREAK and watch:
+            # a turn break at the end: calls may follow it in a new turn
+            keep = _short_of_break(pending, keep)
+        return keep
 
     def _read_calls_or_content(self):
         """Nothing marks a call here: the output is calls or it is content."""
@@ -1079,22 +1094,35 @@ class StreamParser:
                 return
             yield
 
-    def _upto(self, core, name=False):
-        """Where ``core`` next starts in the pending text, waiting for it; -1 when
-        the output ends without it or, for a ``name``, as soon as the text before
-        it can no longer be a name."""
-        at = 0
+    def _name_upto(self, core):
+        """A name written up to ``core``, as ``_read_name_to`` reads one (one word,
+        whitespace around it), read up to where ``core`` starts; None as soon as the
+        text before ``core`` can no longer be one word of a name's length, or the
+        output ends without it. The whitespace after the word is read as it comes:
+        however long a run of it, it is not held pending."""
+        yield from self._skip_space()
         while True:
-            found = self._pending.find(core, at)
+            pending = self._pending
+            found = pending.find(core)
+            sure = found if found >= 0 else _partial_at(pending, core)
+            space = _FIRST_SPACE(pending, 0, sure)
+            if space is not None:
+                break
             if found >= 0:
-                return found
-            if self._eof:
-                return -1
-            if name:
-                sure = self._pending[: _partial_at(self._pending, core)]
-                if len(sure) > _NAME_LIMIT or len(sure.split()) > 1:
-                    return -1
-            at = max(0, len(self._pending) - len(core) + 1)
+                self._consume(found)
+                return pending[:found]
+            if self._eof or sure > _LONGEST_NAME:
+                return None
+            yield
+        word = pending[: space.start()]
+        self._consume(len(word))
+        while True:  # only whitespace may come between the word and ``core``
+            yield from self._skip_space()
+            pending = self._pending
+            if pending.startswith(core):
+                return word
+            if self._eof or not core.startswith(pending):
+                return None
             yield
 
     def _until(self, core):
@@ -1119,18 +1147,39 @@ class StreamParser:
         """A name (or id) ended by ``after`` or one of ``options``, as ``_name_end``
         reads it: (the name, the parts skipped). It waits until more text cannot
         change the answer: a literal found, with room for the longest after where
-        the name ends (a literal written later ends it later), or all of
-        ``_NAME_REACH``."""
+        the name ends (a literal written later ends it later); else room for the
+        longest past as far as ``_name_end`` looks: past a word longer than a name,
+        or past the word and the whitespace after it (read as it comes, so that a
+        long run of it is not held pending; put back once, when it is decided)."""
         yield from self._skip_space()
-        longest = max([1] + [len(literal) for literal, _ in ((after, 0),) + options])
-        while True:
+        literals = [literal for literal, _ in ((after, 0),) + options]
+        longest = max([1] + [len(literal) for literal in literals])
+        # (no literal can be found before one's first character is: "" for a
+        # literal that ends the name at its word's end)
+        cues = {literal.strip()[:1] for literal in literals}
+        mark = len(self._raw)
+        while not self._eof:
             pending = self._pending
-            found = _name_end(pending, 0, after, options)
-            if self._eof or len(pending) >= _NAME_REACH:
-                break
-            if found is not None and found[0] + longest <= len(pending):
-                break
+            if len(self._raw) > mark:
+                # the word is read: whitespace, then where a literal may start
+                self._consume(len(pending) - len(pending.lstrip()))
+                if len(self._pending) >= longest:
+                    break
+            else:
+                if "" in cues or any(cue in pending for cue in cues):
+                    found = _name_end(pending, 0, after, options)
+                    if found is not None and found[0] + longest <= len(pending):
+                        break
+                space = _FIRST_SPACE(pending, 0, _LONGEST_NAME + 2)
+                if space is not None:
+                    self._consume(space.start())  # the word
+                    continue
+                if len(pending) > _LONGEST_NAME + 1 + longest:
+                    break
             yield
+        self._rewind(mark)
+        pending = self._pending
+        found = _name_end(pending, 0, after, options)
         if found is None:
             raise _Broken
         name = pending[: found[0]].strip()
@@ -1141,14 +1190,9 @@ class StreamParser:
 
     def _name_before(self, literal):
         """A name (or id) written up to ``literal``."""
-        yield from self._skip_space()
-        end = yield from self._upto(_name_head(literal).strip(), name=True)
-        if end < 0:
+        name = yield from self._name_upto(_name_head(literal).strip())
+        if name is None or not _good_name(name):
             raise _Broken
-        name = self._pending[:end].strip()
-        if not _good_name(name):
-            raise _Broken
-        self._consume(end)
         if not (yield from self._literal(literal)):
             raise _Broken  # its first marker, not the rest (_read_name_to)
         return name
@@ -1488,7 +1532,7 @@ class StreamParser:
             end = 0
             while end < len(text) and (text[end].isalnum() or text[end] in "_-.:"):
                 end += 1
-            if end < len(text) or self._eof or end > _NAME_LIMIT:
+            if end < len(text) or self._eof or end > _LONGEST_NAME:
                 break
             yield
         if not _good_name(text[:end]):
@@ -1497,19 +1541,22 @@ class StreamParser:
         return text[:end]
 
     def _index(self, literal):
-        """A call's index (0, 1, ...): read, not kept."""
+        """A call's index (0, 1, ...): read, not kept (its digits as they come:
+        ``parse`` reads any number of them)."""
         yield from self._skip_space()
+        digits = 0
         while True:
             text = self._pending
             end = 0
             while end < len(text) and text[end].isdigit():
                 end += 1
-            if end < len(text) or self._eof or end > _NAME_LIMIT:
+            digits += end
+            self._consume(end)
+            if end < len(text) or self._eof:
                 break
             yield
-        if not end:
+        if not digits:
             raise _Broken
-        self._consume(end)
         if not (yield from self._literal(literal)):
             raise _Broken
 
@@ -1597,11 +1644,9 @@ class StreamParser:
     def _key(self):
         """An argument's name, written up to its closing text; None if it is not
         one."""
-        end = yield from self._upto(_name_head(ARG_KEY_END).strip(), name=True)
-        key = self._pending[:end].strip() if end >= 0 else ""
-        if not _good_name(key):
+        key = yield from self._name_upto(_name_head(ARG_KEY_END).strip())
+        if key is None or not _good_name(key):
             return None
-        self._consume(end)
         if not (yield from self._literal(ARG_KEY_END)):
             return None  # its first marker, not the rest (_read_name_to)
         return key

@@ -101,19 +101,52 @@ _SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 
 def _seek(text, at, limit=None):
-    """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1 (the
-    trigger's where two start at one place)."""
+    """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1."""
+    known = _known_in(text)
     best = -1
     for seek in _SEEKS:
-        end = limit
-        if best >= 0:
-            end = best + len(seek) - 1  # found only where it starts before the best
-            if limit is not None and limit < end:
-                end = limit
-        found = text.find(seek, at, end)
-        if found >= 0:
+        found = _next_of(text, seek, at, known)
+        if found < 0 or (limit is not None and found + len(seek) > limit):
+            continue  # (the first from ``at`` on ends past the limit: all do)
+        if best < 0 or found < best:
             best = found
     return best
+
+
+def _next_of(text, seek, at, known):
+    """``text.find(seek, at)``, helped by what ``known`` (``_known_in(text)``) holds:
+    the tries at calls in one text look for each of ``_SEEKS`` again from where
+    they are, and one that is not written any more (the trigger, where only
+    another opener follows) would be looked for to the end of the text at every
+    try, which costs the square of the text's length."""
+    span = known.get(seek)
+    if span is None:
+        found = text.find(seek, at)
+    elif at < span[0]:
+        # only the stretch before what is known is looked in
+        found = text.find(seek, at, span[0] + len(seek) - 1)
+        if found < 0:
+            found = span[1]
+    elif span[1] < 0 or span[1] >= at:
+        return span[1]
+    else:
+        found = text.find(seek, at)
+    known[seek] = (at, found)
+    return found
+
+
+def _known_in(text):
+    """seek → (start, found) for ``text``: the first place from ``start`` on where
+    the seek is written (-1: none). Kept for the last text looked in only (the
+    object itself: a str never changes)."""
+    global _KNOWN
+    known = _KNOWN
+    if known[0] is not text:
+        known = _KNOWN = (text, {})
+    return known[1]
+
+
+_KNOWN: tuple = (None, {})
 
 
 def _past_start(text, at):
@@ -222,14 +255,19 @@ def _before(value, literal):
 
 def _good_name(name):
     """Whether ``name`` can be a function name: short, and one word."""
-    return len(name) <= 256 and name.split() == [name]
+    return len(name) <= _LONGEST_NAME and name.split() == [name]
+
+
+# A name (a function's, an argument's, an id) is one word of at most this many
+# characters, with any whitespace around it.
+_LONGEST_NAME = 256
 
 
 def _word_end(text, at):
     """The end of a name written with nothing after it but the next marker (read
     no further than a name _good_name takes can reach)."""
     end = at
-    stop = min(len(text), at + 257)
+    stop = min(len(text), at + _LONGEST_NAME + 1)
     while end < stop and (text[end].isalnum() or text[end] in "_-.:"):
         end += 1
     return end if end > at else -1
@@ -248,8 +286,7 @@ def _read_name_to(text, at, literal):
     found = _read_to(text, at, head, at + _NAME_WINDOW)
     if found is None and at + _NAME_WINDOW < len(text):
         core = (_SPLIT.get(head) or _split(head))[1]
-        reach = _NAME_SPAN(text, at).end()  # type: ignore[union-attr]  # (always matches)
-        found = _read_to(text, at, head, reach + len(core))
+        found = _read_to(text, at, head, _name_reach(text, at) + len(core))
     if found is None or len(head) == len(literal):
         return found
     end = _match(text, found[0], literal)
@@ -269,8 +306,17 @@ def _name_head(literal):
 
 
 _NAME_HEADS: dict = {}
-_NAME_SPAN = re.compile(r"\s*\S{0,257}\s*").match
 _NAME_WINDOW = 512
+
+
+def _name_reach(text, at):
+    """How far a name that _good_name takes, written from ``at``, reaches: past
+    whitespace, a word of at most one character more than a name has, and the
+    whitespace after it, however long. (str.split finds the word's end some ten
+    times faster than a pattern's ``\\S{0,257}``.)"""
+    start = _skip_space(text, at)
+    head = text[start : start + _LONGEST_NAME + 1].split(None, 1)
+    return _skip_space(text, start + len(head[0])) if head else start
 
 
 def _strip_stop(text):
@@ -404,32 +450,31 @@ def _maybe_stop(text):
     return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
-# A name is one word of at most 256 characters (_good_name): where real outputs may
-# end it in more than one way, each literal is looked for this far past its start
-# (so a literal that is not written costs no more than this per call).
-_NAME_REACH = 512
-
-
 def _name_end(text, at, after, options):
     """Where a name (or id) written at ``at`` ends, when real outputs may end it with
     ``after`` or one of ``options`` ((literal, parts it skips), from reviewed
     overrides): (where the name ends, where the literal ends, parts skipped), for
-    the literal found first within ``_NAME_REACH`` (the longer one where two are
-    found at one place), or None. A literal that is only whitespace or empty ends
-    the name at its word's end."""
-    window = text[at : at + _NAME_REACH]
+    the literal found first (the longer one where two are found at one place), or
+    None. A literal that is only whitespace or empty ends the name at its word's
+    end. Each literal is looked for only as far as a name _good_name takes can
+    reach (``_name_reach``: whitespace around it counts, however long), so a
+    literal that is not written costs no more than that per call."""
+    reach = _name_reach(text, at)
     best = None
     for literal, skip in ((after, 0),) + options:
         if literal.strip():
-            found = _read_to(window, 0, literal)
+            core = (_SPLIT.get(literal) or _split(literal))[1]
+            if text.find(core[0], at, reach + len(core)) < 0:
+                continue  # (the common case where a try fails: one memchr)
+            found = _read_to(text, at, literal, reach + len(core))
         else:
-            stop = _word_end(window, 0)
-            found = (stop, _match(window, stop, literal)) if stop >= 0 else None
+            stop = _word_end(text, at)
+            found = (stop, _match(text, stop, literal)) if stop >= 0 else None
         if found is None or found[1] < 0:
             continue
         rank = (found[0], -len(literal.strip()))
         if best is None or rank < best[0]:
-            best = (rank, at + found[0], at + found[1], skip)
+            best = (rank, found[0], found[1], skip)
     return None if best is None else best[1:]
 
 

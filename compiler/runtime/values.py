@@ -948,7 +948,7 @@ def _read_object(text, at):
     if LITERAL == "json":
         # The json module's C scanner finds the end and decodes in one pass.
         try:
-            value, end = _SCAN_ONCE(text, at)
+            value, end = _scanned(_SCAN_ONCE, text, at, 0)
         except (ValueError, RecursionError, StopIteration):
             return None
     else:
@@ -976,14 +976,14 @@ def _read_members(text, at):
         return members, at + 1
     try:
         while text.startswith('"', at):
-            key, at = _SCAN_STRING(text, at + 1)
+            key, at = _scanned(_SCAN_STRING, text, at, 1)
             if key in members:
                 return None
             colon = _JSON_COLON.match(text, at)
             if colon is None:
                 return None
             start = colon.end()
-            value, at = _SCAN_ONCE(text, start)
+            value, at = _scanned(_SCAN_ONCE, text, start, 0)
             members[key] = (value, start, at)
             after = _JSON_NEXT.match(text, at)
             if after is None:
@@ -994,6 +994,39 @@ def _read_members(text, at):
     except (ValueError, RecursionError, StopIteration):
         pass
     return None
+
+
+def _scanned(scan, text, at, skip):
+    """``scan(text, at + skip)``, for one of the json module's C scanners (the
+    value at ``at``; the string whose quote is at ``at``, ``skip`` 1): (value,
+    end), or what it raises. It reads a piece of the text from ``at`` that doubles
+    until the answer cannot change: json's error counts the lines of all the text
+    before where it is raised, which a run of broken calls would pay at each (the
+    square of the text's length)."""
+    size = _SCAN_PIECE
+    while True:
+        piece = text[at : at + size]
+        last = at + size >= len(text)
+        try:
+            value, end = scan(piece, skip)
+        except StopIteration as error:
+            if last or error.value + _SCAN_MARGIN <= len(piece):
+                raise
+        except ValueError as error:
+            place = getattr(error, "pos", len(piece))
+            cut = str(getattr(error, "msg", "")).startswith("Unterminated")
+            if last or (place + _SCAN_MARGIN <= len(piece) and not cut):
+                raise
+        else:
+            if last or end + _SCAN_MARGIN <= len(piece):
+                return value, at + end
+        size *= 2
+
+
+# The first piece _scanned reads, and how far past a value's end (or an error) the
+# scanner may have looked to decide it (a number's exponent, a \uXXXX\uXXXX pair).
+_SCAN_PIECE = 1024
+_SCAN_MARGIN = 16
 
 
 def _field(value, path):

@@ -18,10 +18,12 @@ round trip's ``tool_call`` case): the content before any marker, inside a reason
 block, where the call's name goes, inside its arguments before a key, and inside a
 string value. A format without reasoning or calls has fewer places. In the content
 only, the inputs also include repeated failed mentions of the call trigger, and the
-same with the template's call after them. Apart from the texts, the grammars a
-request's tools make are timed as they grow (``GRAMMAR_INPUTS``): one tool with 800
-and 8,000 properties (``tool_call_grammar``), 2,000 and 20,000 tools
-(``lark_grammar``); the larger must also take at most ``GRAMMAR_SECONDS``.
+same with the template's call after them; and each way the format opens a call,
+repeated with nothing, a space or the start of a name after it (``openings``). Apart
+from the texts, the grammars a request's tools make are timed as they grow
+(``GRAMMAR_INPUTS``): one tool with 800 and 8,000 properties (``tool_call_grammar``),
+2,000 and 20,000 tools (``lark_grammar``); the larger must also take at most
+``GRAMMAR_SECONDS``.
 """
 
 from __future__ import annotations
@@ -88,6 +90,42 @@ def mentions(slug: str) -> dict[str, Callable[[int], str]]:
         call = case.text
         found["mentions_call"] = lambda n: repeat(n - len(call)) + call
     return found
+
+
+def openings(slug: str) -> dict[str, Callable[[int], str]]:
+    """Texts of one way the format opens a call, repeated: the section's opener
+    and the call's (SPEC), or the section's and each other call opener real
+    outputs write, each followed by nothing (``opener``), a space
+    (``opener_space``) or the start of a name (``opener_name``: after what the
+    template writes between the opener and the name); ``opener2``... for the
+    other openers. Every one is a try at calls that fails a few characters on. A
+    format that marks no call has none (its ``mentions`` open bare calls)."""
+    tools = rt.load_spec(slug)["tools"]
+    call = tools.get("call") or {}
+    section = (tools.get("section") or {}).get("start") or ""
+    starts = [call.get("start") or ""] + list(call.get("start_also") or ())
+    if not (section + starts[0]).strip():
+        return {}
+    between = ""  # what the template writes from its opener to the name
+    anchor = (section + starts[0]).strip()
+    for kind in rt.TOOL_KINDS:
+        case = rt.make_case(slug, kind)
+        name = case.text.find("get_weather") if case is not None else -1
+        at = case.text.rfind(anchor, 0, name) if case is not None and name >= 0 else -1
+        if at >= 0:
+            between = case.text[at + len(anchor) : name].lstrip()
+            break
+    found: dict[str, Callable[[int], str]] = {}
+    for number, start in enumerate(starts, 1):
+        label = "opener" if number == 1 else f"opener{number}"
+        for suffix, after in (("", ""), ("_space", " "), ("_name", between + "get_wea")):
+            unit = section + start + after
+            found[label + suffix] = partial(_repeated, unit)
+    return found
+
+
+def _repeated(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n]
 
 
 def _markers(spec: dict) -> list[str]:
@@ -183,6 +221,7 @@ def _texts(slug: str, place: str, name: str) -> list[str]:
     made = payloads(module.SPEC)
     if place == "content":
         made.update(mentions(slug))
+        made.update(openings(slug))
     return [places(slug)[place] + made[name](size) for size in SIZES]
 
 
@@ -193,6 +232,7 @@ def measure(slug: str, inputs: tuple[str, ...] = ()) -> list[dict]:
         made = payloads(module.SPEC)
         if place == "content":
             made.update(mentions(slug))
+            made.update(openings(slug))
         for name, make in made.items():
             if inputs and name not in inputs:
                 continue
@@ -309,8 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         default=(),
         help="these inputs only (nesting objects angles partial_marker open_string "
         "whitespace; mentions, mentions_call: repeated failed trigger mentions, "
-        "without and with a real call after them, in the content; grammar_properties, "
-        "grammar_tools: grammars built from many properties or tools)",
+        "without and with a real call after them, in the content; opener, "
+        "opener_space, opener_name, opener2...: each way of opening a call, "
+        "repeated, in the content; grammar_properties, grammar_tools: grammars "
+        "built from many properties or tools)",
     )
     args = parser.parse_args(argv)
     slugs = args.only or rt.slugs()

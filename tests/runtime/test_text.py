@@ -402,3 +402,101 @@ def test_skip_space_is_isspace():
         while end < len(text) and text[end].isspace():
             end += 1
         assert T._skip_space(text, at) == end
+
+
+# --- _name_end, _name_reach: a name's whitespace, however long ----------------------
+
+CHANNEL = "<|channel|>"
+
+
+@pytest.fixture
+def channel(monkeypatch):
+    """A preserved token that the literals after a name start with."""
+    monkeypatch.setattr(T, "_TOKENS", [CHANNEL])
+    monkeypatch.setattr(T, "_PIECES", {})
+    monkeypatch.setattr(T, "_LOOSE", {})
+
+
+@pytest.mark.parametrize("space", [0, 1, 300, 600, 5000])
+def test_name_end_reads_the_name_whatever_whitespace_follows_it(channel, space):
+    """The literal after a name is found past any run of whitespace (it was looked
+    for in 512 characters: past them the call was not one)."""
+    after = CHANNEL + "commentary json<|message|>"
+    options = ((CHANNEL + "analysis<|message|>", 0),)
+    for literal in (after, options[0][0]):
+        text = "get_weather" + " \n" * space + literal + '{"a": 1}'
+        found = T._name_end(text, 0, after, options)
+        assert found is not None
+        assert text[: found[0]].strip() == "get_weather"
+        assert text[found[1] :] == '{"a": 1}'
+
+
+def test_name_end_finds_no_literal_past_a_second_word(channel):
+    text = "get_weather now" + " " * 600 + CHANNEL + "analysis<|message|>{}"
+    found = T._name_end(text, 0, CHANNEL + "analysis<|message|>", ())
+    assert found is None
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(["a", "b", " ", "\n", "\u3000", "x" * 100, " " * 300]), max_size=12),
+    st.integers(0, 20),
+)
+def test_name_reach_is_whitespace_a_word_of_257_and_whitespace(pieces, at):
+    """_name_reach ends where ``\\s*\\S{0,257}\\s*`` matched from ``at``."""
+    import re
+
+    text = "".join(pieces)
+    at = min(at, len(text))
+    assert T._name_reach(text, at) == re.compile(r"\s*\S{0,257}\s*").match(text, at).end()
+
+
+# --- _seek: the earliest of several openers, each looked for once --------------------
+
+
+@pytest.fixture
+def two_seeks(monkeypatch):
+    monkeypatch.setattr(T, "_SEEKS", ("<tc>", "<f="))
+    monkeypatch.setattr(T, "_KNOWN", (None, {}), raising=False)
+
+
+def _first(text, at, limit):
+    found = [text.find(seek, at, limit) for seek in ("<tc>", "<f=")]
+    return min((f for f in found if f >= 0), default=-1)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.sampled_from(["<tc>", "<f=", "<", "x", "<t", " "]), max_size=30),
+    st.lists(st.tuples(st.integers(0, 80), st.one_of(st.none(), st.integers(0, 80))), max_size=20),
+)
+def test_seek_finds_what_find_finds(two_seeks, pieces, queries):
+    """Whatever order the places are asked in (forward as tries go on, back by a
+    lookback), _seek answers as str.find over each opener would."""
+    text = "".join(pieces)
+    for at, limit in queries:
+        at = min(at, len(text))
+        assert T._seek(text, at, limit) == _first(text, at, limit), (text, at, limit)
+
+
+def test_seek_looks_for_an_absent_opener_once(two_seeks):
+    """A run of the second opener with no trigger after it: the trigger is looked
+    for to the end of the text once, not at every try (that cost the square of the
+    text's length: 1 MB of '<function= ' took 36 s to parse)."""
+
+    class Counted(str):
+        looked = 0  # characters looked through, all finds together
+
+        def find(self, sub, start=0, end=None):
+            found = str.find(self, sub, start, end)
+            stop = len(self) if end is None else min(end, len(self))
+            Counted.looked += (found + len(sub) if found >= 0 else stop) - start
+            return found
+
+    text = Counted("<f= " * 1000)
+    at = 0
+    while at >= 0:
+        at = T._seek(text, at)
+        if at >= 0:
+            at += 1
+    assert Counted.looked <= 3 * len(text)

@@ -462,3 +462,67 @@ def test_a_python_string_with_an_unknown_escape_reads_the_same_whatever_the_warn
         warnings.simplefilter("always")
         assert values._load("'a\\ b'", "python") == "a\\ b"
     assert not seen
+
+
+# --- _scanned: json's scanners over a piece of the text ---------------------------------
+
+
+def _outcome(scan, text, at, skip):
+    try:
+        return scan(text, at + skip)
+    except StopIteration:
+        return "StopIteration"
+    except ValueError:
+        return "ValueError"
+    except RecursionError:
+        return "RecursionError"
+
+
+def _scanned_outcome(text, at, skip, scan):
+    try:
+        return V._scanned(scan, text, at, skip)
+    except StopIteration:
+        return "StopIteration"
+    except ValueError:
+        return "ValueError"
+    except RecursionError:
+        return "RecursionError"
+
+
+_jsonish = st.text(alphabet=st.sampled_from('{}[]":,0123456789.eE+-\\u abtrunlfsNIy\n'), max_size=60)
+
+
+@settings(max_examples=500)
+@given(_jsonish, st.integers(0, 10), st.sampled_from([1, 2, 5, 64]))
+def test_scanned_answers_as_the_scanner_over_the_whole_text(text, at, piece):
+    """Read from pieces (here of a few characters, doubling), every value, string
+    and error comes out as the scanner reads it from the whole text."""
+    at = min(at, len(text))
+    old = V._SCAN_PIECE
+    V._SCAN_PIECE = piece
+    try:
+        assert _scanned_outcome(text, at, 0, V._SCAN_ONCE) == _outcome(V._SCAN_ONCE, text, at, 0)
+        if text[at : at + 1] == '"':
+            assert _scanned_outcome(text, at, 1, V._SCAN_STRING) == _outcome(
+                V._SCAN_STRING, text, at, 1
+            )
+    finally:
+        V._SCAN_PIECE = old
+
+
+def test_a_broken_call_far_into_the_text_is_scanned_near_where_it_is():
+    """A broken object a megabyte into the text is scanned in a piece of it: json's
+    error counts the lines of all the text it is given up to the error (a run of
+    broken calls, each paying that, cost the square of the text's length)."""
+    given_texts: list[int] = []
+
+    def scan(text, at):
+        given_texts.append(len(text))
+        return V._SCAN_ONCE(text, at)
+
+    text = "x\n" * 500_000 + '{"name": "get_wea\n<tool_call>\n'
+    at = text.index("{")
+    with pytest.raises(ValueError):
+        V._scanned(scan, text, at, 0)
+    assert max(given_texts) <= 2 * V._SCAN_PIECE
+    assert V._read_members(text, at) is None
