@@ -148,3 +148,32 @@ def test_figures_do_not_fall():
     assert not fallen, "\n".join(fallen)
     assert total.passed >= TOTAL_FLOOR[0]
     assert total.in_format_passed >= TOTAL_FLOOR[1]
+
+
+# The in-format cases that do not pass, each with the clause of the contract that
+# excludes it. Every other case written the way its template writes it must pass.
+_DROPS = (
+    "text the peer drops and we keep: vLLM's Mistral parser drops a malformed call's "
+    "text ([TOOL_CALLS][ARGS]{...} with no name); our contract keeps all text that fits "
+    "no format as content (DESIGN: nothing is dropped)"
+)
+IN_FORMAT_EXCLUDED = {
+    f"mistral/{slug}/test_malformed_tool_call_matrix_{mode}[{case}]": _DROPS
+    for slug in ("unsloth_mistral_devstral_small_2507", "mistralai_ministral_3_14b_reasoning_2512")
+    for mode in ("non_streaming", "streaming")
+    for case in (
+        "malformed_single_args_token",
+        "parallel_malformed_args_token",
+        "mixed_malformed_args_token_then_wellformed",
+    )
+}
+
+
+def test_every_in_format_case_passes_but_those_the_contract_excludes():
+    results = _results()
+    failing = {name for name, result in results.items() if result.case.in_format and not result.passed}
+    assert failing == set(IN_FORMAT_EXCLUDED), sorted(failing ^ set(IN_FORMAT_EXCLUDED))
+    for name in IN_FORMAT_EXCLUDED:
+        result = results[name]
+        # what vLLM drops is in our content, whole: the text is kept, not misread
+        assert result.why is not None and "[TOOL_CALLS][ARGS]" in result.why, (name, result.why)
