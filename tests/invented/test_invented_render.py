@@ -301,6 +301,16 @@ def decode_openai_nested(text, thinking):
     return None, rest, calls
 
 
+def decode_muse(text, thinking):
+    reasoning = None
+    found = re.match(r"<\|muse\|>\n(.*?)\n<\|/muse\|>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+    rest, calls = _cut(r"<\|invoke:([^|]+)\|>(.*?)<\|/invoke\|>", text,
+                       lambda m: [(None, m[1], json.loads(m[2]))])
+    return reasoning, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str
@@ -332,6 +342,7 @@ FORMATS = {
     "actions_preface": Format("<turn-over>", decode_actions),
     "reopen_turn": Format("[done]", decode_reopen),
     "openai_nested": Format("<|msg_end|>", decode_openai_nested, ids=True, result_ids=True),
+    "muse_invoke": Format("<|end-of-reply|>", decode_muse, reasoning=True),
 }
 
 
