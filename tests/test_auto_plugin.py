@@ -62,7 +62,7 @@ def python(tmp_path) -> tuple[str, Path]:
 
 
 def runs(log: Path, command: str) -> int:
-    """How many compiler runs were ``command`` (analyze, export, --version)."""
+    """How many compiler runs were ``command`` (analyze, export)."""
     if not log.exists():
         return 0
     return sum(line.split()[2:3] == [command] for line in log.read_text().splitlines())
