@@ -117,10 +117,10 @@ def _remove(path: str) -> None:
         pass
 
 
-def _read(path: str, what: str) -> str:
+def _read(path: str, what: str, limit: int | None = MAX_FILE) -> str:
     try:
-        if os.path.getsize(path) > MAX_FILE:
-            raise Refused(f"{what} {path} is larger than {MAX_FILE} bytes")
+        if limit is not None and os.path.getsize(path) > limit:
+            raise Refused(f"{what} {path} is larger than {limit} bytes")
         with open(path, encoding="utf-8", newline="") as handle:
             return handle.read()
     except (OSError, UnicodeDecodeError) as error:
@@ -252,30 +252,14 @@ def resolve(
     version = compiler_version(python, cache)
     reviewed = reviewed_spec(specs, digest) if specs is not None else None
     if reviewed is not None:
-        spec_digest = hashlib.sha256(_read(reviewed, "the spec").encode("utf-8")).hexdigest()
-        entry = os.path.join(cache, f"reviewed-{spec_digest}-{version}")
-        os.makedirs(entry, exist_ok=True)
-        module = os.path.join(entry, "module.py")
-        if not os.path.isfile(module):
-            _export(python, reviewed, module)
+        module = _reviewed_module(reviewed, os.path.join(cache, "reviewed-"), version, python)
         log(f"chatfmt: {template.origin}: serving the reviewed spec {reviewed}")
         return Resolved(module, reviewed, "reviewed")
     entry = os.path.join(cache, f"{digest}-{version}")
     os.makedirs(entry, exist_ok=True)
     jinja, spec = os.path.join(entry, "template.jinja"), os.path.join(entry, "spec.yaml")
+    took = None if os.path.isfile(spec) else _analyse(template, jinja, spec, python)
     module = os.path.join(entry, "module.py")
-    took = None
-    if not os.path.isfile(spec):
-        began = time.monotonic()
-        write_atomically(jinja, template.text)
-        analysis = compiler(
-            python,
-            ["analyze", jinja, *_token_flags(template)],
-            f"the analysis of the chat template of {template.origin}",
-            entry,
-        )
-        write_atomically(spec, analysis)
-        took = time.monotonic() - began
     if not os.path.isfile(module):
         _export(python, spec, module)
     explain = shlex.join(["python", "-m", "compiler", "explain", jinja, *_token_flags(template)])
@@ -294,6 +278,33 @@ def resolve(
     return Resolved(module, spec, "analysed")
 
 
+def _reviewed_module(spec: str, prefix: str, version: str, python: str) -> str:
+    """The parser of a reviewed spec, made once per version of the spec's text (an
+    edit to it makes a new one) and of the compiler."""
+    digest = hashlib.sha256(_read(spec, "the spec").encode("utf-8")).hexdigest()
+    entry = f"{prefix}{digest}-{version}"
+    os.makedirs(entry, exist_ok=True)
+    module = os.path.join(entry, "module.py")
+    if not os.path.isfile(module):
+        _export(python, spec, module)
+    return module
+
+
+def _analyse(template: Template, jinja: str, spec: str, python: str) -> float:
+    """Write the template to ``jinja`` and its analysis to ``spec``; the seconds it
+    took."""
+    began = time.monotonic()
+    write_atomically(jinja, template.text)
+    analysis = compiler(
+        python,
+        ["analyze", jinja, *_token_flags(template)],
+        f"the analysis of the chat template of {template.origin}",
+        os.path.dirname(spec),
+    )
+    write_atomically(spec, analysis)
+    return time.monotonic() - began
+
+
 # --------------------------------------------------------------------------- the module
 
 
@@ -301,7 +312,7 @@ def load(path: str, module_name: str, label: str) -> types.ModuleType:
     """The parser module at ``path``, executed into ``sys.modules[module_name]`` with
     its text as ``SOURCE``: the plugin's own loader finds it there and does not run it
     again."""
-    source = _read(path, "the parser module")
+    source = _read(path, "the parser module", limit=None)  # the compiler wrote it
     loaded = sys.modules.get(module_name)
     if loaded is not None and getattr(loaded, "SOURCE", None) == source:
         return loaded

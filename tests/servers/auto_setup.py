@@ -164,10 +164,12 @@ class timed:
     def __exit__(self, *exc) -> None:
         self.seconds = time.perf_counter() - self.began
 
-    def record(self, line: str) -> str:
+    def record(self, line: str, again: bool = False) -> str:
+        """How it went, from its line; timed under that (and "again" for a second
+        start that reads what the first wrote)."""
         said = how(line)
         times = TIMES.setdefault(self.server, {})
-        times.setdefault(said, []).append((self.slug, self.seconds))
+        times.setdefault(said + (", again" if again else ""), []).append((self.slug, self.seconds))
         analysis = re.search(r"analysed the chat template in ([0-9.]+) s", line)
         if analysis:  # the compiler's analysis alone, as the line says it
             times.setdefault("(analysis alone)", []).append((self.slug, float(analysis[1])))

@@ -88,7 +88,7 @@ def env(monkeypatch):
     return monkeypatch
 
 
-def started(call, slug: str, capfd):
+def started(call, slug: str, capfd, again: bool = False):
     """(the plugin and SGLang's arguments, or the SystemExit; the line; how it went)."""
     with setup.timed("sglang", slug) as clock:
         try:
@@ -97,7 +97,7 @@ def started(call, slug: str, capfd):
             result = refused
     err = capfd.readouterr().err
     line = str(result.code) if isinstance(result, SystemExit) else setup.start_line(err)
-    return result, line, clock.record(line)
+    return result, line, clock.record(line, again)
 
 
 def assert_refused(result, line: str, name: str, why: str) -> None:
@@ -180,6 +180,12 @@ def test_a_reviewed_spec_gives_the_per_model_plugins_parser(slug, env, capfd):
     assert said == "reviewed" and str(setup.SPECS / f"{reviewed}.yaml") in line, line
     module, _ = launched
     assert module.MODULE_SOURCE == per_model.plugin(reviewed).MODULE_SOURCE
+    # A second start reads the parser the first wrote.
+    launched, line, said = started(
+        lambda: launch(setup.corpus_model(slug), name, env), slug, capfd, again=True
+    )
+    assert said == "reviewed", line
+    assert launched[0].MODULE_SOURCE == per_model.plugin(reviewed).MODULE_SOURCE
 
 
 def test_an_invented_template_is_analysed_and_served(env, capfd):

@@ -97,7 +97,7 @@ def env(monkeypatch):
     return monkeypatch
 
 
-def started(server_call, slug: str, capfd):
+def started(server_call, slug: str, capfd, again: bool = False):
     """(the parser class or the SystemExit, the start-up's line, how it went)."""
     with setup.timed("vllm", slug) as clock:
         try:
@@ -106,7 +106,7 @@ def started(server_call, slug: str, capfd):
             result = refused
     err = capfd.readouterr().err
     line = str(result.code) if isinstance(result, SystemExit) else setup.start_line(err)
-    return result, line, clock.record(line)
+    return result, line, clock.record(line, again)
 
 
 def splits(text: str) -> list[list[str]]:
@@ -178,6 +178,12 @@ def test_a_reviewed_spec_gives_the_per_model_plugins_parser(slug, env, capfd):
         assert per_model.one_shot(result, case, request) == per_model.one_shot(
             per_cls, case, request
         )
+    # A second start reads the parser the first wrote.
+    _, line, said = started(
+        lambda: serve(setup.corpus_model(slug), name), slug, capfd, again=True
+    )
+    assert said == "reviewed", line
+    assert sys.modules[f"{plugin_file(name).stem}_format"].SOURCE == embedded
 
 
 # --- an invented template ----------------------------------------------------------------
