@@ -195,8 +195,10 @@ def test_an_invented_template_is_analysed_and_served(env, capfd):
     name = "auto-invented"
     launched, line, said = started(lambda: launch(model, name, env), "muse_invoke", capfd)
     assert said in ("analysed", "cached"), line
-    _, args = launched
+    module, args = launched
     assert registered(name, args) == (True, True)
+    # The plugin reads the module the start-up loaded: it is compiled once.
+    assert module.fmt is sys.modules[f"{plugin_file(name).stem}_format"]
     failures = []
     for text, message in setup.invented_cases():
         case = rt.Case(name, rt.TOOL_KINDS[0], text, "", "", message, [setup.WEATHER])

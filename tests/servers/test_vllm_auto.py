@@ -196,6 +196,9 @@ def test_an_invented_template_is_analysed_and_served(env, capfd):
     assert said in ("analysed", "cached"), line
     assert "--bos-token '<s>' --eos-token '<|end-of-reply|>'" in line  # the tokenizer's
     cls = result
+    stem = plugin_file("auto-invented").stem
+    # The plugin reads the module the start-up loaded: it is compiled once.
+    assert sys.modules[stem].fmt is sys.modules[f"{stem}_format"]
     failures = []
     for text, message in setup.invented_cases():
         case = rt.Case("muse_invoke", rt.TOOL_KINDS[0], text, "", "", message, [setup.WEATHER])
