@@ -9,10 +9,12 @@ Each server's tests have a cache of their own, so each times its first start
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -40,7 +42,11 @@ BROKEN = "{% if messages %}{{ messages[0].content }"
 
 @functools.cache
 def workdir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="chatfmt-auto-"))
+    """The session's folder of models, caches and plugin files (some 100 MB), removed
+    when the session ends."""
+    folder = Path(tempfile.mkdtemp(prefix="chatfmt-auto-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def cache(server: str) -> Path:
