@@ -191,11 +191,36 @@ def _parser() -> argparse.ArgumentParser:
 
     plugin = command("plugin", "write a server's parser plugin for a spec's format")
     plugin.add_argument("server", choices=PLUGIN_SERVERS, help="which server")
-    plugin.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
+    plugin.add_argument(
+        "spec",
+        nargs="?",
+        metavar="SPEC_FILE",
+        help="a spec, such as specs/<slug>.yaml (none with --auto)",
+    )
     plugin.add_argument("-o", "--output", required=True, metavar="FILE", help="the plugin file")
     plugin.add_argument(
         "--name",
-        help="the name the server's parser flags take (default: the spec's slug)",
+        help=f"the name the server's parser flags take (default: the spec's slug; "
+        f"{AUTO_NAME!r} with --auto)",
+    )
+    plugin.add_argument(
+        "--auto",
+        action="store_true",
+        help="one plugin for every model: when the server starts it finds the served "
+        "chat template's spec (reviewed, cached or analysed by the compiler installed "
+        "beside the server) (default: the format of SPEC_FILE)",
+    )
+    plugin.add_argument(
+        "--specs",
+        metavar="DIR",
+        help="with --auto: the folder of reviewed specs it looks in first; the "
+        "environment variable CHATFMT_SPECS replaces it (default: none)",
+    )
+    plugin.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="with --auto: where it keeps the specs it analyses; CHATFMT_CACHE replaces "
+        "it (default: $XDG_CACHE_HOME/chatfmt, else ~/.cache/chatfmt)",
     )
     return parser
 
@@ -514,12 +539,14 @@ def _grammar_export(function: str, thinking: bool = True, as_json: bool = False)
 # The servers a plugin is written for; each one's emitter is
 # compiler/codegen/plugin_<server>.py, with text(fmt, module_source, name) -> str.
 PLUGIN_SERVERS = ("vllm", "sglang")
+# The name an auto plugin's parsers are registered under, where --name gives none.
+AUTO_NAME = "chatfmt"
 
 
 def _plugin(args) -> int:
-    """Write one server's plugin file for a spec's format (its generated module in it)."""
-    from .codegen import module as module_codegen
-
+    """Write one server's plugin file for a spec's format (its generated module in it),
+    or with --auto for every model (it finds its format when the server starts)."""
+    _check_plugin_source(args)
     emitter_name = f"{__package__}.codegen.plugin_{args.server}"
     try:
         emitter = importlib.import_module(emitter_name)
@@ -529,12 +556,21 @@ def _plugin(args) -> int:
         raise UsageError(
             f"no {args.server} plugin in this version of the compiler ({emitter_name} is missing)"
         ) from None
-    fmt = _format_of(args.spec)
-    source = module_codegen.standalone(fmt)
     # ValueError: a name the server's flags cannot take, or a format the server needs
     # no plugin for (SGLang: neither tool calls nor reasoning).
     try:
-        text = emitter.text(fmt, source, args.name or fmt.slug)
+        if args.auto:
+            name = args.name or AUTO_NAME
+            folders = [os.path.abspath(f) if f else None for f in (args.specs, args.cache)]
+            text = emitter.auto_text(name, *folders)
+            source = "every model"
+        else:
+            from .codegen import module as module_codegen
+
+            fmt = _format_of(args.spec)
+            name = args.name or fmt.slug
+            text = emitter.text(fmt, module_codegen.standalone(fmt), name)
+            source = args.spec
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
@@ -542,8 +578,20 @@ def _plugin(args) -> int:
             handle.write(text)
     except OSError as error:
         raise UsageError(f"cannot write {args.output}: {error}") from None
-    _log(f"wrote {args.output}: {args.server} plugin {args.name or fmt.slug!r} for {args.spec}")
+    _log(f"wrote {args.output}: {args.server} plugin {name!r} for {source}")
     return 0
+
+
+def _check_plugin_source(args) -> None:
+    """A spec, or --auto (with its folders), never both nor neither."""
+    if args.auto and args.spec is not None:
+        raise UsageError("give a spec or --auto, not both")
+    if not args.auto and args.spec is None:
+        raise UsageError("give a spec (SPEC_FILE), or --auto for a plugin for every model")
+    if not args.auto and (args.specs or args.cache):
+        raise UsageError("--specs and --cache are for --auto")
+    if args.specs and not os.path.isdir(args.specs):
+        raise UsageError(f"--specs {args.specs} is no folder")
 
 
 # Each kind of export: (the format model, the command's arguments) → (the text, or

@@ -57,3 +57,66 @@ def docstring(lines: list[str]) -> str:
     itself), with its line end."""
     text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     return '"""' + text + '\n"""\n'
+
+
+# --------------------------------------------------------------------------- --auto
+
+AUTO_START = Path(__file__).with_name("auto_start.py")
+# What an auto plugin runs after its NAME line, before the lines that read the format:
+# the start-up, which finds the served model's format and loads its parser module.
+_START = '''
+# The start-up (compiler/codegen/auto_start.py, verbatim): the format of the model the
+# server serves, found when the server imports this file; the lines below read it.
+START_SOURCE = {source}
+SPECS_DIR = {specs!r}  # reviewed specs, looked in first (CHATFMT_SPECS replaces it)
+CACHE_DIR = {cache!r}  # analysed specs (CHATFMT_CACHE replaces it; None: ~/.cache/chatfmt)
+
+
+def _start():
+    name = f"{{__name__}}_start"
+    start = types.ModuleType(name, "how the plugin finds its format")
+    sys.modules[name] = start  # its classes name their module
+    exec(compile(START_SOURCE, f"<{{NAME}}: start-up>", "exec"), start.__dict__)
+    return start.start(
+        {server!r},
+        NAME,
+        specs=SPECS_DIR,
+        cache=CACHE_DIR,
+        module_name=f"{{__name__}}_format",
+        label=f"<{{NAME}}: generated parser>",
+    )
+
+
+_STARTED = _start()
+'''
+
+
+def how_it_starts() -> str:
+    """auto_start.py's account of the start-up, from "At start-up" on."""
+    text = AUTO_START.read_text(encoding="utf-8")
+    doc = text[: text.index('"""', 3)]
+    return "At start-up" + doc.split("At start-up", 1)[1].rstrip()
+
+
+def auto_body(
+    body: str, server: str, specs: str | None, cache: str | None, fills: dict[str, str]
+) -> str:
+    """A template's code (its NAME filled in) for an auto plugin: the start-up after
+    the NAME line, and each other line to fill given its expression in ``fills``,
+    which reads what the start-up found (``_STARTED``, an ``auto_start.Started``)."""
+    start = _START.format(
+        source=literal(AUTO_START.read_text(encoding="utf-8")),
+        specs=specs,
+        cache=cache,
+        server=server,
+    )
+    name_line = re.compile(r"^NAME = .*\n", re.M)
+    if len(name_line.findall(body)) != 1:
+        raise RuntimeError("plugin template: no single NAME line to start after")
+    body = name_line.sub(lambda found: found.group(0) + start, body, count=1)
+    for assignment, expression in fills.items():
+        body = fill(body, assignment, expression)
+    if "# filled in" in body:
+        left = [line for line in body.splitlines() if "# filled in" in line]
+        raise RuntimeError(f"plugin template: lines the auto plugin does not fill: {left}")
+    return body

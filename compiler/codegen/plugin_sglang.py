@@ -15,7 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import model
-from .plugin_file import check_name, docstring, fill, literal, read_template
+from .plugin_file import (
+    auto_body,
+    check_name,
+    docstring,
+    fill,
+    how_it_starts,
+    literal,
+    read_template,
+)
 
 TEMPLATE = Path(__file__).with_name("plugin_sglang_template.py")
 
@@ -63,3 +71,50 @@ def text(fmt: model.Format, module_source: str, name: str) -> str:
     body = fill(body, "HAS_CALLS", repr(has_calls))
     body = fill(body, "MODULE_SOURCE", literal(module_source))
     return _docstring(fmt, name, has_calls, how_it_reads) + "\n" + body
+
+
+def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> str:
+    """The launcher for every model, registering SGLang detectors under ``name``: at
+    start-up it finds the served model's spec (reviewed in ``specs``, cached in
+    ``cache``, or analysed) and then reads as ``text``'s plugin of that spec does."""
+    check_name(name)
+    how_it_reads, body = read_template(TEMPLATE)
+    body = fill(body, "NAME", repr(name))
+    body = auto_body(
+        body,
+        "sglang",
+        specs,
+        cache,
+        {
+            "REASONING_START": "(_STARTED.reasoning_starts or ('',))[0]",
+            "REASONING_END": "_STARTED.reasoning_end",
+            "HAS_CALLS": "_STARTED.has_calls",
+            "MODULE_SOURCE": "_STARTED.source",
+        },
+    )
+    head = docstring(
+        [
+            f"SGLang detectors for the model SGLang serves, whichever it is, registered as "
+            f"{name!r}.",
+            "",
+            "Written by `python -m compiler plugin sglang --auto`; do not edit (write it",
+            "again). It imports the standard library and SGLang; at start-up it runs the",
+            "compiler (chatfmt, installed in the server's environment) in a subprocess.",
+            "",
+            "Serve with (this file is the launcher; `serve` takes `sglang serve`'s flags):",
+            "",
+            f"    python THIS_FILE serve --model-path MODEL --tool-call-parser {name} "
+            f"--reasoning-parser {name}",
+            "",
+            "(the flag of a part the served format lacks is taken out before SGLang reads",
+            "it, so the one command serves every model).",
+            "",
+            how_it_starts(),
+            "",
+            "From there it reads as the plugin `python -m compiler plugin sglang SPEC`",
+            "writes for that spec does.",
+            "",
+            how_it_reads.strip(),
+        ]
+    )
+    return head + "\n" + body

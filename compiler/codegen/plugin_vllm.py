@@ -16,9 +16,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import model
-from .plugin_file import check_name, docstring, fill, literal, read_template
+from .plugin_file import (
+    auto_body,
+    check_name,
+    docstring,
+    fill,
+    how_it_starts,
+    literal,
+    read_template,
+)
 
 TEMPLATE = Path(__file__).with_name("plugin_vllm_template.py")
+
+
+def _serve(name: str) -> list[str]:
+    return [
+        "Serve with:",
+        "",
+        "    vllm serve MODEL \\",
+        f"        --tool-parser-plugin THIS_FILE --enable-auto-tool-choice "
+        f"--tool-call-parser {name} \\",
+        f"        --reasoning-parser-plugin THIS_FILE --reasoning-parser {name}",
+    ]
 
 
 def _docstring(fmt: model.Format, name: str, how_it_reads: str) -> str:
@@ -31,12 +50,7 @@ def _docstring(fmt: model.Format, name: str, how_it_reads: str) -> str:
             "",
             *fmt.describe(),
             "",
-            "Serve with:",
-            "",
-            "    vllm serve MODEL \\",
-            f"        --tool-parser-plugin THIS_FILE --enable-auto-tool-choice "
-            f"--tool-call-parser {name} \\",
-            f"        --reasoning-parser-plugin THIS_FILE --reasoning-parser {name}",
+            *_serve(name),
             "",
             how_it_reads.strip(),
         ]
@@ -56,3 +70,43 @@ def text(fmt: model.Format, module_source: str, name: str) -> str:
     body = fill(body, "REASONING_END", repr(closer))
     body = fill(body, "MODULE_SOURCE", literal(module_source))
     return _docstring(fmt, name, how_it_reads) + "\n" + body
+
+
+def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> str:
+    """The plugin file for every model, registered with vLLM under ``name``: at
+    start-up it finds the served model's spec (reviewed in ``specs``, cached in
+    ``cache``, or analysed) and then reads as ``text``'s plugin of that spec does."""
+    check_name(name)
+    how_it_reads, body = read_template(TEMPLATE)
+    body = fill(body, "NAME", repr(name))
+    body = auto_body(
+        body,
+        "vllm",
+        specs,
+        cache,
+        {
+            "REASONING_STARTS: tuple[str, ...]": "_STARTED.reasoning_starts",
+            "REASONING_END": "_STARTED.reasoning_end",
+            "MODULE_SOURCE": "_STARTED.source",
+        },
+    )
+    head = docstring(
+        [
+            f"vLLM tool-call and reasoning parsers for the model vLLM serves, whichever it "
+            f"is, registered as {name!r}.",
+            "",
+            "Written by `python -m compiler plugin vllm --auto`; do not edit (write it",
+            "again). It imports the standard library and vLLM; at start-up it runs the",
+            "compiler (chatfmt, installed in the server's environment) in a subprocess.",
+            "",
+            *_serve(name),
+            "",
+            how_it_starts(),
+            "",
+            "From there it reads as the plugin `python -m compiler plugin vllm SPEC` writes",
+            "for that spec does.",
+            "",
+            how_it_reads.strip(),
+        ]
+    )
+    return head + "\n" + body

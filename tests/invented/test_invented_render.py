@@ -371,6 +371,14 @@ def decode_relay(text, thinking):
     return reasoning, "".join(content), calls
 
 
+    found = re.match(r"<\|muse\|>\n(.*?)\n<\|/muse\|>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+    rest, calls = _cut(r"<\|invoke:([^|]+)\|>(.*?)<\|/invoke\|>", text,
+                       lambda m: [(None, m[1], json.loads(m[2]))])
+    return reasoning, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
@@ -409,6 +417,7 @@ FORMATS = {
     "tool_label": Format("<|reply_end|>", decode_tool_label),
     "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
                              message_end="<|stop|>"),
+    "muse_invoke": Format("<|end-of-reply|>", decode_muse, reasoning=True),
 }
 
 
