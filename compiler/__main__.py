@@ -1,5 +1,5 @@
-"""Command line: ``python -m compiler fetch | build | check | analyze | parse | explain |
-export``.
+"""Command line: ``chatfmt fetch | build | check | analyze | parse | explain | export |
+plugin`` (the command the package installs; ``python -m compiler`` is the same).
 
 Exit codes: 0 done, 1 the verdict is no (``check`` found drift, ``parse --strict`` met
 output that does not fit), 2 bad input (a missing file, a bad spec, a broken template),
@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
     )
-    parser = argparse.ArgumentParser(prog="python -m compiler", parents=[debug])
+    parser = argparse.ArgumentParser(prog="chatfmt", parents=[debug])
     parser.add_argument("--version", action="version", version=f"chatfmt {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
             )
 
     for name, help in (
-        ("analyze", "print the spec of one template (no overrides)"),
+        ("analyze", "write the spec of one template (its analysis, no overrides)"),
         ("explain", "print each analysis decision with the renders it compared"),
     ):
         sub = command(name, help)
@@ -127,6 +127,13 @@ def _parser() -> argparse.ArgumentParser:
             help="which named template of a model (default: its own, named 'default')",
         )
         _token_flags(sub)
+        if name == "analyze":
+            sub.add_argument(
+                "-o",
+                "--output",
+                metavar="FILE",
+                help="where to write the spec (default: standard output)",
+            )
 
     parse = command("parse", "parse model output (stdin) with the parser a spec compiles to")
     parse.add_argument("spec", metavar="SPEC_FILE", help="a spec, such as specs/<slug>.yaml")
@@ -342,7 +349,7 @@ def _rebuild(args, templates: str | None) -> str:
         "templates", [], "specs", "generated", {}
     ):
         return "make specs"  # the repository's own layout
-    words = ["python", "-m", "compiler", "build"]
+    words = ["chatfmt", "build"]
     if args.templates is not None:
         words += ["--templates", args.templates]
     for source in args.source:
@@ -363,8 +370,21 @@ def _analyze(args) -> int:
         _log(note)
     for warning in warnings:
         _log(f"warning: {warning}")
-    sys.stdout.write(specs.dump(spec))
+    text = specs.dump(spec, made_by="analyze")
+    if args.output:
+        _write(args.output, text)
+        _log(f"wrote {args.output}: the spec of {source.path}")
+    else:
+        sys.stdout.write(text)
     return 0
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error}") from None
 
 
 def _explain(args) -> int:
@@ -478,11 +498,7 @@ def _export(args) -> int:
         _log(f"{args.spec}: no {args.kind}: {why}")
         return 1
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as error:
-            raise UsageError(f"cannot write {args.output}: {error}") from None
+        _write(args.output, text)
         _log(f"wrote {args.output}: {args.kind} of {args.spec}")
     else:
         sys.stdout.write(text)
@@ -573,11 +589,7 @@ def _plugin(args) -> int:
             source = args.spec
     except ValueError as error:
         raise UsageError(str(error)) from None
-    try:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as error:
-        raise UsageError(f"cannot write {args.output}: {error}") from None
+    _write(args.output, text)
     _log(f"wrote {args.output}: {args.server} plugin {name!r} for {source}")
     return 0
 

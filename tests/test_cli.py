@@ -39,6 +39,7 @@ NEMOTRON = "NVIDIA-Nemotron-Nano-v2.jinja"
 MINISTRAL = "mistralai-Ministral-3-14B-Reasoning-2512.jinja"
 
 QWEN_SPEC = "specs/qwen_qwen3_0_6b.yaml"
+QWEN_SPEC_IN_REPO = os.path.join(ROOT, QWEN_SPEC)
 QWEN_PARSER = "generated/qwen_qwen3_0_6b.py"
 NEMOTRON_SPEC = "specs/nvidia_nemotron_nano_v2.yaml"
 
@@ -441,6 +442,21 @@ def reference(tmp_path, capsys):
     without = analyzed(capsys, write(tmp_path / "plain" / MINISTRAL, text))
     assert format_of(without) != format_of(spec)
     return spec
+
+
+def test_analyze_writes_the_spec_to_a_file_and_says_how_it_was_made(tmp_path, capsys):
+    out = tmp_path / "qwen.yaml"
+    source = os.path.join(CORPUS, QWEN)
+    corpus_text(QWEN)
+    code, stdout, err = run(capsys, "analyze", source, "-o", str(out))
+    assert (code, stdout) == (0, "")
+    assert err.strip().endswith(f"wrote {out}: the spec of {source}")
+    text = read(out)
+    assert text.startswith("# Made by `chatfmt analyze` from the template named below")
+    assert "no\n# overrides" in text
+    assert specs.load(str(out))["overrides"] == []
+    # The build's own specs say that they are the build's.
+    assert read(QWEN_SPEC_IN_REPO).startswith("# Made by `chatfmt build`")
 
 
 def test_analyze_a_model_directory_with_chat_template_jinja(tmp_path, capsys, reference):
@@ -1033,7 +1049,7 @@ def test_check_of_one_source_checks_only_its_spec_and_module(tree, capsys):
     assert code == 1
     assert out.splitlines() == [
         f"{QWEN_PARSER}: differs from what {QWEN_SPEC} produces",
-        f"1 problems: `python -m compiler build --source {source} --specs specs "
+        f"1 problems: `chatfmt build --source {source} --specs specs "
         "--generated generated` rebuilds them",
     ]
 

@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compiler import spec
-from compiler.spec import HEADER, SpecError, apply_overrides, dump, load, read_overrides, validate
+from compiler.spec import HEADER, MADE_BY, SpecError, apply_overrides, dump, load, read_overrides, validate
 
 ORIGIN = "specs/foo.yaml"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -320,14 +320,17 @@ def test_dump_is_deterministic():
     assert dump(full_spec()) == dump(full_spec())
 
 
-def test_header_is_at_the_top():
-    text = dump(full_spec())
-    assert text.startswith(HEADER)
-    assert all(line.startswith("#") for line in HEADER.splitlines())
-    assert "make specs" in HEADER and "python -m compiler build" in HEADER
+def test_header_is_at_the_top_and_says_how_the_spec_was_made():
+    for made_by, says in (("build", "chatfmt build"), ("analyze", "chatfmt analyze")):
+        text = dump(full_spec(), made_by=made_by)
+        first = MADE_BY[made_by]
+        assert text.startswith(first + HEADER)
+        assert says in first.splitlines()[0]
+        assert all(line.startswith("#") for line in (first + HEADER).splitlines())
+        assert text[len(first + HEADER) :].startswith("spec_version: 1\n")
+    assert "make specs" in MADE_BY["build"] and "no\n# overrides" in MADE_BY["analyze"]
     for word in ("overrides", "path", "value", "reason", "overwritten", "null"):
         assert word in HEADER
-    assert text[len(HEADER) :].startswith("spec_version: 1\n")
 
 
 def test_load_rejects_invalid_yaml_naming_file_and_line(tmp_path):

@@ -343,7 +343,7 @@ def started(module: Any, spec: str) -> Started:
             f"the spec {spec} finds neither tool calls nor reasoning in the chat template: "
             "nothing for the plugin to read (serve the model without it; where clients "
             "prepare their messages for the compiler's fallback calls, write the plugin "
-            "from the spec with `python -m compiler plugin`)"
+            "from the spec with `chatfmt plugin`)"
         )
     return Started(
         module.SOURCE,

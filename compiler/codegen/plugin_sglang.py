@@ -1,7 +1,7 @@
 """model.Format (+ its standalone module) → one SGLang plugin file.
 
 The plugin is ``plugin_sglang_template.py`` with its ``# filled in`` lines given this
-format's values. The format's standalone module (``python -m compiler export
+format's values. The format's standalone module (``chatfmt export
 standalone``: the format and the runtime in one) goes into the plugin as a string,
 executed into
 a module of its own when the plugin is imported: one file to copy to a server, run
@@ -38,7 +38,7 @@ def _docstring(fmt: model.Format, name: str, has_calls: bool, how_it_reads: str)
         [
             f"SGLang detectors for {fmt.slug}, registered as {name!r}.",
             "",
-            "Written by `python -m compiler plugin sglang`; do not edit (rebuild it from",
+            "Written by `chatfmt plugin sglang`; do not edit (rebuild it from",
             "the spec). It imports the standard library and SGLang only.",
             "",
             *fmt.describe(),
@@ -97,7 +97,7 @@ def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> 
             f"SGLang detectors for the model SGLang serves, whichever it is, registered as "
             f"{name!r}.",
             "",
-            "Written by `python -m compiler plugin sglang --auto`; do not edit (write it",
+            "Written by `chatfmt plugin sglang --auto`; do not edit (write it",
             "again). It imports the standard library and SGLang; at start-up it runs the",
             "compiler (chatfmt, installed in the server's environment) in a subprocess.",
             "",
@@ -111,7 +111,7 @@ def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> 
             "",
             how_it_starts(),
             "",
-            "From there it reads as the plugin `python -m compiler plugin sglang SPEC`",
+            "From there it reads as the plugin `chatfmt plugin sglang SPEC`",
             "writes for that spec does.",
             "",
             how_it_reads.strip(),

@@ -1,7 +1,7 @@
 """model.Format (+ its standalone module) → one vLLM plugin file.
 
 The plugin is ``plugin_vllm_template.py`` with its ``# filled in`` lines given this
-format's values. The format's standalone module (``python -m compiler export
+format's values. The format's standalone module (``chatfmt export
 standalone``: the format and the runtime in one) goes into the plugin as a string,
 executed into
 a module of its own when vLLM imports the plugin: vLLM imports a plugin by file path
@@ -45,7 +45,7 @@ def _docstring(fmt: model.Format, name: str, how_it_reads: str) -> str:
         [
             f"vLLM tool-call and reasoning parsers for {fmt.slug}, registered as {name!r}.",
             "",
-            "Written by `python -m compiler plugin vllm`; do not edit (rebuild it from the",
+            "Written by `chatfmt plugin vllm`; do not edit (rebuild it from the",
             "spec). It imports the standard library and vLLM only.",
             "",
             *fmt.describe(),
@@ -95,7 +95,7 @@ def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> 
             f"vLLM tool-call and reasoning parsers for the model vLLM serves, whichever it "
             f"is, registered as {name!r}.",
             "",
-            "Written by `python -m compiler plugin vllm --auto`; do not edit (write it",
+            "Written by `chatfmt plugin vllm --auto`; do not edit (write it",
             "again). It imports the standard library and vLLM; at start-up it runs the",
             "compiler (chatfmt, installed in the server's environment) in a subprocess.",
             "",
@@ -103,7 +103,7 @@ def auto_text(name: str, specs: str | None = None, cache: str | None = None) -> 
             "",
             how_it_starts(),
             "",
-            "From there it reads as the plugin `python -m compiler plugin vllm SPEC` writes",
+            "From there it reads as the plugin `chatfmt plugin vllm SPEC` writes",
             "for that spec does.",
             "",
             how_it_reads.strip(),

@@ -5,7 +5,7 @@ generated/_runtime.py is this package's modules as one module. A format module
 runtime's code once more, in a namespace of its own that starts with those constants,
 and hands back the public functions. Each format thus gets its own functions, reading
 its constants as globals (as fast as constants of its own), from one copy of the code.
-A standalone module (``python -m compiler export standalone``) writes the constants
+A standalone module (``chatfmt export standalone``) writes the constants
 above the runtime instead, and has no need of this.
 """
 
@@ -47,7 +47,7 @@ def bind(namespace: dict[str, Any], interface: int) -> tuple[Any, ...]:
         raise ImportError(
             f"{module} was generated for runtime interface {interface}, but {__name__} "
             f"has interface {INTERFACE}: rebuild the folder with one compiler "
-            "(python -m compiler build)"
+            "(chatfmt build)"
         )
     scope = {name: namespace[name] for name in FORMAT_NAMES if name in namespace}
     # The functions' __module__: the format module, where they are found by name.
