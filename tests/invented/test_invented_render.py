@@ -315,6 +315,16 @@ def decode_muse(text, thinking):
     return reasoning, rest, calls
 
 
+def decode_muse_invoke(text, thinking):
+    reasoning = None
+    found = re.match(r"<\|muse\|>\n(.*?)\n<\|/muse\|>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+    rest, calls = _cut(r"<\|invoke:([^|]+)\|>(.*?)<\|/invoke\|>", text,
+                       lambda m: [(None, m[1], json.loads(m[2]))])
+    return reasoning, rest, calls
+
+
 def decode_pylist(text, thinking):
     # A string is written as it is between single quotes: a unit ends where the next
     # key of the tool's own starts (no test value holds ", key=").
@@ -417,7 +427,7 @@ FORMATS = {
     "tool_label": Format("<|reply_end|>", decode_tool_label),
     "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
                              message_end="<|stop|>"),
-    "muse_invoke": Format("<|end-of-reply|>", decode_muse, reasoning=True),
+    "muse_invoke": Format("<|end-of-reply|>", decode_muse_invoke, reasoning=True),
 }
 
 
