@@ -118,8 +118,9 @@ def test_whitespace_after_a_marker(slug, text, called):
     expect(read(slug, text, enable_thinking=False), called=called)
 
 
-def test_whitespace_inside_a_marker_is_not_tolerated():
-    # Only between markers: '[TOOL_ CALLS]' is no marker, and the text stays content.
+def test_whitespace_where_a_marker_writes_none_is_not_tolerated():
+    # Only where the literal writes whitespace, or between its markers:
+    # '[TOOL_ CALLS]' is no marker, and the text stays content.
     text = "[TOOL_ CALLS][" + W_JSON + "]"
     expect(read(NEMO, text), content=text)
 
@@ -368,8 +369,9 @@ def markers(monkeypatch):
     [
         ("[T][", ["[T]", "["]),
         ("<m>\n<f=", ["<m>", "<f="]),
-        ("\n<m> x <m>\n", ["<m>", "x <m>"]),  # only after a marker
-        ("a b", ["a b"]),
+        ("\n<m> x <m>\n", ["<m>", "x", "<m>"]),
+        ("a b", ["a", "b"]),  # and at the whitespace it writes
+        ("<f name=\"", ["<f", "name=\""]),
         ("  ", []),
     ],
 )
@@ -387,7 +389,10 @@ def test_a_literal_is_cut_after_its_markers(markers, literal, pieces):
         ("<m><f=g", "<m>\n<f=", 6),
         ("<m> \t<f=g", "<m>\n<f=", 8),
         ("[ T][", "[T][", -1),
-        ("x y", "x  y", -1),  # whitespace elsewhere is as written
+        ("x y", "x  y", 3),  # other whitespace where the literal writes some
+        ("<fname=\"g", "<f name=\"", 8),  # or none
+        ("<f  name=\"g", "<f name=\"", 10),
+        ("<fn ame=\"g", "<f name=\"", -1),  # none where it writes none
     ],
 )
 def test_whitespace_after_a_marker_matches(markers, text, literal, end):
@@ -404,6 +409,9 @@ def test_whitespace_after_a_marker_matches(markers, text, literal, end):
         ("[T] x", "[T][", True),
         ("<m>\n<f", "<m>\n<f=", False),
         ("<m><f=", "<m>\n<f=", True),
+        ("<f", "<f name=", False),  # ' name=' or 'name=' may follow
+        ("<fn", "<f name=", False),
+        ("<fx", "<f name=", True),
     ],
 )
 def test_decided_with_whitespace_after_a_marker(markers, text, literal, decided):
@@ -416,7 +424,7 @@ def test_decided_means_no_continuation_changes_the_match(markers):
     import itertools
 
     alphabet = ["[T]", "<m>", "[", "<", " ", "\n", "x"]
-    for literal in ("[T][", "<m>\n<f=", " [T] <m>\n", "[T]"):
+    for literal in ("[T][", "<m>\n<f=", " [T] <m>\n", "[T]", "< [T"):
         for size in range(4):
             for text in map("".join, itertools.product(alphabet, repeat=size)):
                 if not markers._decided(text, literal):

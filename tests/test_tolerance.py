@@ -360,3 +360,36 @@ def test_a_held_call_in_reasoning_then_the_end_of_turn(ending):
     marker after it must stay apart as ``parse`` strips it (it was read as a name)."""
     text = "Look: <tool_call>\n<function=" + ending  # the prompt opened <think>
     expect(read("qwen3_5_4b", text), reasoning="Look: <tool_call>\n<function=")
+
+
+# --- whitespace inside a marker ------------------------------------------------------
+
+MINICPM = "openbmb_minicpm5_1b"
+MINICPM_W = '<function name="get_weather"><param name="city">Paris</param></function>'
+
+
+@pytest.mark.parametrize(
+    "text,content",
+    [
+        # vLLM's MiniCPM5 tests: the space between the tag name and 'name=' left out
+        (MINICPM_W.replace(" name=", "name="), ""),
+        (MINICPM_W.replace("<param name=", "<paramname="), ""),
+        ("Sure.\n" + MINICPM_W.replace(" name=", "  \nname="), "Sure."),
+    ],
+)
+def test_whitespace_inside_a_marker_left_out_or_written_otherwise(text, content):
+    expect(read(MINICPM, text, enable_thinking=False), content=content, called=[WEATHER])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what is not the marker's words stays content: the tokenizer's space marker
+        # (text not detokenized), other letters after the tag name
+        MINICPM_W.replace(" name=", "\u0120name="),
+        "Use <functions> and <function-name> tags.",
+        MINICPM_W.replace(" name=", "s name="),
+    ],
+)
+def test_a_marker_with_other_text_inside_is_content(text):
+    expect(read(MINICPM, text, enable_thinking=False), content=text)

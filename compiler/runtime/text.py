@@ -53,9 +53,11 @@ def _match(text, at, literal):
 
 def _pieces(literal):
     """(the literal's pieces, its trailing whitespace). The pieces are its core
-    cut after each marker in it (a preserved token): a model may write other
-    whitespace, or some, between a marker and what follows it ('[TOOL_CALLS] [' for
-    '[TOOL_CALLS]['), so what the literal writes there is no piece."""
+    cut after each marker in it (a preserved token) and at the whitespace it
+    writes: a model may write other whitespace, or some, between a marker and what
+    follows it ('[TOOL_CALLS] [' for '[TOOL_CALLS]['), and other whitespace, or
+    none, where the literal writes some ('<functionname="' for '<function name="'),
+    so what the literal writes there is no piece."""
     found = _PIECES.get(literal)
     if found is not None:
         return found
@@ -72,7 +74,8 @@ def _pieces(literal):
         else:
             at += 1
     pieces.append(core[start:].strip())
-    found = ([piece for piece in pieces if piece], literal[len(literal.rstrip()) :])
+    words = [word for piece in pieces for word in piece.split()]
+    found = (words, literal[len(literal.rstrip()) :])
     if len(_PIECES) < 256:  # literals are the format's, but a suffix may name a key
         _PIECES[literal] = found
     return found
