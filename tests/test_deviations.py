@@ -193,6 +193,24 @@ def test_end_of_turn_after_the_calls(slug, text, called):
     expect(read(slug, text, enable_thinking=False), called=called)
 
 
+@pytest.mark.parametrize("kind", ["tool_call", "parallel_tool_calls"])
+def test_a_section_closer_the_empty_turn_writes_too(kind):
+    """llama.cpp's DeepSeek R1 template writes a turn with no content as the calls'
+    section, its closer too, even where there are no calls: the closer is found all
+    the same, and the turn the template writes (its prompt opens the reasoning, so
+    the model closes it first) reads back with nothing left in the content."""
+    slug = "llama_cpp_deepseek_r1"
+    spec = rt.load_spec(slug)
+    kind = next(k for k in rt.TOOL_KINDS if k.name == kind)
+    message = rt.message_for(spec, kind, "")
+    tools = rt.template_tools(spec, rt.tool_definitions(kind))
+    _, full = rt._render_pair(spec, rt.template_for(spec), message, kind, tools)
+    assistant = "<｜Assistant｜>"
+    text = "</think>" + full[full.rindex(assistant) + len(assistant) :]
+    assert text.endswith("<｜tool▁calls▁end｜><｜end▁of▁sentence｜>")
+    expect(read(slug, text), called=[(n, a) for n, a in kind.calls])
+
+
 @pytest.fixture(scope="module")
 def nemo_with_eos(tmp_path_factory):
     """Mistral Nemo built from a model directory whose tokenizer names its eos token
