@@ -218,6 +218,32 @@ def test_loose_values_in_call_syntax(invented, text, called):
     expect(read(invented["pylist_raw_calls"], text), called=called)
 
 
+LFM2 = "lfm2_5_8b_a1b"
+
+
+def _lfm2(*calls_text: str) -> str:
+    return "<|tool_call_start|>[" + ", ".join(calls_text) + "]<|tool_call_end|>"
+
+
+@pytest.mark.parametrize(
+    "text,called",
+    [
+        # vLLM's LFM2 tests: a Python set, the array it stands for (JSON has no set),
+        # its items in the order written
+        (_lfm2("label(tags={'urgent', 'bug'})"), [("label", {"tags": ["urgent", "bug"]})]),
+        (_lfm2("f(o={'a': {3, 1}, 'b': {}})"), [("f", {"o": {"a": [3, 1], "b": {}}})]),
+    ],
+)
+def test_a_python_set_is_an_array(text, called):
+    expect(read(LFM2, text), called=called)
+
+
+def test_a_set_python_refuses_is_no_value():
+    # a list inside a set: Python refuses it, and it is no value (read as the text)
+    text = _lfm2("f(o={[1], 2})")
+    expect(read(LFM2, text), called=[("f", {"o": "{[1], 2}"})])
+
+
 def test_an_unquoted_value_with_a_space_is_not_read(invented):
     """Not unambiguous: 'New York' unquoted is a word, then a unit with no key; the
     call stays text."""
