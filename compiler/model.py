@@ -321,6 +321,9 @@ class Calls:
     # Markers real outputs write before a turn's calls where the template writes
     # none (overrides): dropped there.
     prefix_also: tuple[str, ...] = ()
+    # Other openers real outputs write for the section (overrides), "" for none: the
+    # calls then begin at a call's start.
+    section_start_also: tuple[str, ...] = ()
 
     @property
     def output_shape(self) -> list | None:
@@ -346,12 +349,26 @@ class Calls:
         return tuple(dict.fromkeys((self.start, *self.start_also))) if self.start_also else ()
 
     @property
+    def section_starts(self) -> tuple[str, ...]:
+        """Every opener the section is read by, the template's first; () where real
+        outputs write no other."""
+        if not self.section_start_also:
+            return ()
+        return tuple(dict.fromkeys((self.opener, *self.section_start_also)))
+
+    @property
     def triggers_also(self) -> tuple[str, ...]:
         """What else calls begin with, besides ``trigger``: the other call openers,
-        where no section opener comes before the first call."""
+        where no section opener comes before the first call (or real outputs leave it
+        out), and the section's other openers."""
         prefixes = [text.strip() for text in self.prefix_also]
         if self.opener.strip():
-            return tuple(dict.fromkeys(prefixes))
+            others = [text.strip() for text in self.section_start_also if text]
+            if "" in self.section_start_also:
+                others += [text.strip() for text in (self.start, *self.start_also)]
+            return tuple(
+                dict.fromkeys(text for text in others + prefixes if text != self.trigger)
+            )
         return tuple(
             dict.fromkeys(
                 text
@@ -425,7 +442,10 @@ class Calls:
             section += ", content inside it before the calls"
         if self.turn_break:
             section += f"; after content, {self.turn_break!r} opens a new turn for the calls"
-        also = [f"starting {text!r}" for text in self.start_also]
+        also = [f"the section opened by {text!r}" for text in self.section_start_also if text]
+        if "" in self.section_start_also:
+            also.append("calls with no section opener")
+        also += [f"starting {text!r}" for text in self.start_also]
         also += [f"{text!r} before the calls" for text in self.prefix_also]
         if self.json is not None:
             also += [
@@ -1029,6 +1049,18 @@ def _calls(section: dict, where: _Where) -> Calls | None:
     prefix_also = tuple(call.get("prefix_also") or ())
     if any(not text.strip() for text in prefix_also):
         raise where.fail("tools.call.prefix_also", "a marker must write more than whitespace")
+    section_start_also = tuple(section_markers.get("start_also") or ())
+    if section_start_also and (
+        not (section_markers.get("start") or "").strip() or section.get("content_in_section")
+    ):
+        raise where.fail(
+            "tools.section.start_also",
+            "other openers need the section's opener before the first call",
+        )
+    if any(text and not text.strip() for text in section_start_also):
+        raise where.fail(
+            "tools.section.start_also", "an opener writes more than whitespace, or is ''"
+        )
     return Calls(
         format=kind,
         section_start=section_markers.get("start") or "",
@@ -1046,4 +1078,5 @@ def _calls(section: dict, where: _Where) -> Calls | None:
         name_escapes=_escapes(call.get("name_escapes"), "tools.call.name_escapes", where),
         start_also=start_also,
         prefix_also=prefix_also,
+        section_start_also=section_start_also,
     )

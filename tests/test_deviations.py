@@ -118,8 +118,9 @@ def test_whitespace_after_a_marker(slug, text, called):
     expect(read(slug, text, enable_thinking=False), called=called)
 
 
-def test_whitespace_inside_a_marker_is_not_tolerated():
-    # Only between markers: '[TOOL_ CALLS]' is no marker, and the text stays content.
+def test_whitespace_where_a_marker_writes_none_is_not_tolerated():
+    # Only where the literal writes whitespace, or between its markers:
+    # '[TOOL_ CALLS]' is no marker, and the text stays content.
     text = "[TOOL_ CALLS][" + W_JSON + "]"
     expect(read(NEMO, text), content=text)
 
@@ -190,6 +191,24 @@ def test_strict_refuses_calls_before_the_reasoning_closer():
 )
 def test_end_of_turn_after_the_calls(slug, text, called):
     expect(read(slug, text, enable_thinking=False), called=called)
+
+
+@pytest.mark.parametrize("kind", ["tool_call", "parallel_tool_calls"])
+def test_a_section_closer_the_empty_turn_writes_too(kind):
+    """llama.cpp's DeepSeek R1 template writes a turn with no content as the calls'
+    section, its closer too, even where there are no calls: the closer is found all
+    the same, and the turn the template writes (its prompt opens the reasoning, so
+    the model closes it first) reads back with nothing left in the content."""
+    slug = "llama_cpp_deepseek_r1"
+    spec = rt.load_spec(slug)
+    kind = next(k for k in rt.TOOL_KINDS if k.name == kind)
+    message = rt.message_for(spec, kind, "")
+    tools = rt.template_tools(spec, rt.tool_definitions(kind))
+    _, full = rt._render_pair(spec, rt.template_for(spec), message, kind, tools)
+    assistant = "<｜Assistant｜>"
+    text = "</think>" + full[full.rindex(assistant) + len(assistant) :]
+    assert text.endswith("<｜tool▁calls▁end｜><｜end▁of▁sentence｜>")
+    expect(read(slug, text), called=[(n, a) for n, a in kind.calls])
 
 
 @pytest.fixture(scope="module")
@@ -368,8 +387,9 @@ def markers(monkeypatch):
     [
         ("[T][", ["[T]", "["]),
         ("<m>\n<f=", ["<m>", "<f="]),
-        ("\n<m> x <m>\n", ["<m>", "x <m>"]),  # only after a marker
-        ("a b", ["a b"]),
+        ("\n<m> x <m>\n", ["<m>", "x", "<m>"]),
+        ("a b", ["a", "b"]),  # and at the whitespace it writes
+        ("<f name=\"", ["<f", "name=\""]),
         ("  ", []),
     ],
 )
@@ -387,7 +407,10 @@ def test_a_literal_is_cut_after_its_markers(markers, literal, pieces):
         ("<m><f=g", "<m>\n<f=", 6),
         ("<m> \t<f=g", "<m>\n<f=", 8),
         ("[ T][", "[T][", -1),
-        ("x y", "x  y", -1),  # whitespace elsewhere is as written
+        ("x y", "x  y", 3),  # other whitespace where the literal writes some
+        ("<fname=\"g", "<f name=\"", 8),  # or none
+        ("<f  name=\"g", "<f name=\"", 10),
+        ("<fn ame=\"g", "<f name=\"", -1),  # none where it writes none
     ],
 )
 def test_whitespace_after_a_marker_matches(markers, text, literal, end):
@@ -404,6 +427,9 @@ def test_whitespace_after_a_marker_matches(markers, text, literal, end):
         ("[T] x", "[T][", True),
         ("<m>\n<f", "<m>\n<f=", False),
         ("<m><f=", "<m>\n<f=", True),
+        ("<f", "<f name=", False),  # ' name=' or 'name=' may follow
+        ("<fn", "<f name=", False),
+        ("<fx", "<f name=", True),
     ],
 )
 def test_decided_with_whitespace_after_a_marker(markers, text, literal, decided):
@@ -416,7 +442,7 @@ def test_decided_means_no_continuation_changes_the_match(markers):
     import itertools
 
     alphabet = ["[T]", "<m>", "[", "<", " ", "\n", "x"]
-    for literal in ("[T][", "<m>\n<f=", " [T] <m>\n", "[T]"):
+    for literal in ("[T][", "<m>\n<f=", " [T] <m>\n", "[T]", "< [T"):
         for size in range(4):
             for text in map("".join, itertools.product(alphabet, repeat=size)):
                 if not markers._decided(text, literal):

@@ -471,3 +471,75 @@ def test_other_content_headers_end_as_headers_do():
     )
     with pytest.raises(SpecError, match=r"messages\.content_also\.0"):
         model.build(patched, slug="x", origin="x.yaml")
+
+
+# -- a section opened otherwise, or not at all (tools.section.start_also) --------------------
+
+_DSML_V32 = "deepseek_ai_deepseek_v3_2"
+_DSML_V4 = ("deepseek_ai_deepseek_v4", "deepseek_ai_deepseek_v4_flash_0731")
+_INVOKE = (
+    '<｜DSML｜invoke name="add">\n<｜DSML｜parameter name="a" string="false">1'
+    "</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+)
+
+
+def test_other_section_openers_need_the_section_opener_and_are_refused_naming_their_path():
+    patched = _patched(_DSML_V32, "tools.section.start_also", [" "], evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.section\.start_also"):
+        model.build(patched, slug="x", origin="x.yaml")
+    with pytest.raises(SpecError, match="need evidence"):
+        _patched(_DSML_V32, "tools.section.start_also", [""])
+    # (Qwen3-Coder's calls have no section)
+    patched = _patched("qwen3_coder", "tools.section", {"start": None, "end": None, "start_also": [""]}, evidence="e")
+    with pytest.raises(SpecError, match=r"tools\.section\.start_also"):
+        model.build(patched, slug="x", origin="x.yaml")
+
+
+def test_a_section_left_out_is_looked_for_by_the_calls_start():
+    calls = model.build(_spec(_DSML_V32), slug="x", origin="x.yaml").calls
+    assert calls is not None
+    assert calls.section_starts == ("<｜DSML｜function_calls>", "")
+    assert calls.triggers_also == ('<｜DSML｜invoke name="',)
+
+
+@pytest.mark.parametrize(
+    "slug,section",
+    [(_DSML_V32, ("<｜DSML｜function_calls>\n", "</｜DSML｜function_calls>"))]
+    + [(slug, ("<｜DSML｜tool_calls>\n", "</｜DSML｜tool_calls>")) for slug in _DSML_V4],
+)
+@pytest.mark.parametrize(
+    "before,opened,closed,content",
+    [
+        ("", True, True, ""),  # the template's
+        ("", False, False, ""),  # vLLM's TestMissingFunctionCallsWrapper (V3.2)
+        ("Sure.\n", False, False, "Sure."),
+        ("", False, True, ""),  # test_missing_tool_calls_wrapper_is_recovered (V4)
+        ("Sure. ", False, True, "Sure."),
+    ],
+)
+def test_deepseek_dsml_reads_calls_without_the_section_opener(slug, section, before, opened, closed, content):
+    text = before + (section[0] if opened else "") + _INVOKE * 2 + (section[1] if closed else "")
+    message = _read(slug, text, tools=TOOLS, enable_thinking=False)
+    assert _calls(message) == [("add", {"a": 1})] * 2, text
+    assert message["content"] == content
+
+
+@pytest.mark.parametrize("slug", [_DSML_V32, *_DSML_V4])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Write <｜DSML｜invoke name="add"> to call it.',  # no call follows the opener
+        '<｜DSML｜invoke name="add">\n<｜DSML｜parameter name="a" string="false">1',  # cut in a value
+    ],
+)
+def test_deepseek_dsml_an_opener_with_no_call_after_it_is_content(slug, text):
+    message = _read(slug, text, tools=TOOLS, enable_thinking=False)
+    assert message["tool_calls"] == [] and message["content"] == text
+
+
+def test_stepfun_reads_a_call_without_tool_call_before_it():
+    call = "<function=add>\n<parameter=a>\n1\n</parameter>\n</function>"
+    for text in (call, "Sure.\n" + call, "Sure.\n" + call + "\n</tool_call>"):
+        message = _read("stepfun3_5_flash", "</think>" + text, tools=TOOLS)
+        assert _calls(message) == [("add", {"a": 1})], text
+        assert message["content"] == ("Sure." if text.startswith("Sure") else "")

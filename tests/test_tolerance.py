@@ -218,6 +218,32 @@ def test_loose_values_in_call_syntax(invented, text, called):
     expect(read(invented["pylist_raw_calls"], text), called=called)
 
 
+LFM2 = "lfm2_5_8b_a1b"
+
+
+def _lfm2(*calls_text: str) -> str:
+    return "<|tool_call_start|>[" + ", ".join(calls_text) + "]<|tool_call_end|>"
+
+
+@pytest.mark.parametrize(
+    "text,called",
+    [
+        # vLLM's LFM2 tests: a Python set, the array it stands for (JSON has no set),
+        # its items in the order written
+        (_lfm2("label(tags={'urgent', 'bug'})"), [("label", {"tags": ["urgent", "bug"]})]),
+        (_lfm2("f(o={'a': {3, 1}, 'b': {}})"), [("f", {"o": {"a": [3, 1], "b": {}}})]),
+    ],
+)
+def test_a_python_set_is_an_array(text, called):
+    expect(read(LFM2, text), called=called)
+
+
+def test_a_set_python_refuses_is_no_value():
+    # a list inside a set: Python refuses it, and it is no value (read as the text)
+    text = _lfm2("f(o={[1], 2})")
+    expect(read(LFM2, text), called=[("f", {"o": "{[1], 2}"})])
+
+
 def test_an_unquoted_value_with_a_space_is_not_read(invented):
     """Not unambiguous: 'New York' unquoted is a word, then a unit with no key; the
     call stays text."""
@@ -360,3 +386,36 @@ def test_a_held_call_in_reasoning_then_the_end_of_turn(ending):
     marker after it must stay apart as ``parse`` strips it (it was read as a name)."""
     text = "Look: <tool_call>\n<function=" + ending  # the prompt opened <think>
     expect(read("qwen3_5_4b", text), reasoning="Look: <tool_call>\n<function=")
+
+
+# --- whitespace inside a marker ------------------------------------------------------
+
+MINICPM = "openbmb_minicpm5_1b"
+MINICPM_W = '<function name="get_weather"><param name="city">Paris</param></function>'
+
+
+@pytest.mark.parametrize(
+    "text,content",
+    [
+        # vLLM's MiniCPM5 tests: the space between the tag name and 'name=' left out
+        (MINICPM_W.replace(" name=", "name="), ""),
+        (MINICPM_W.replace("<param name=", "<paramname="), ""),
+        ("Sure.\n" + MINICPM_W.replace(" name=", "  \nname="), "Sure."),
+    ],
+)
+def test_whitespace_inside_a_marker_left_out_or_written_otherwise(text, content):
+    expect(read(MINICPM, text, enable_thinking=False), content=content, called=[WEATHER])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what is not the marker's words stays content: the tokenizer's space marker
+        # (text not detokenized), other letters after the tag name
+        MINICPM_W.replace(" name=", "\u0120name="),
+        "Use <functions> and <function-name> tags.",
+        MINICPM_W.replace(" name=", "s name="),
+    ],
+)
+def test_a_marker_with_other_text_inside_is_content(text):
+    expect(read(MINICPM, text, enable_thinking=False), content=text)

@@ -232,8 +232,19 @@ def _calls_block(prompt: str, empty: str, turn: str, reasoning_markers) -> str:
     elif closer and closer in lead:
         lead = lead[lead.rfind(closer) + len(closer) :]
     if lead.strip() and _clean(lead):
-        return lead + turn[start:end]
+        return lead + turn[start:end] + _lead_closer(lead, turn[end:])
     return turn[start:end]
+
+
+def _lead_closer(lead: str, rest: str) -> str:
+    """The closer of the last marker of ``lead`` (text before the calls that the empty
+    turn writes too) where ``rest``, what both turns write after the calls, starts
+    with it: an empty turn that writes the section's opener writes its closer too."""
+    marks = markers_in(lead)
+    for closer in closer_candidates(marks[-1]) if marks else ():
+        if rest.startswith(closer):
+            return closer
+    return ""
 
 
 def _after_empty_block(text: str, opener: str | None, closer: str | None) -> str:

@@ -143,6 +143,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         CONTENT_AS_UNIT=fmt.content_as_unit,
         TRIGGER=calls.trigger,
         SECTION_START=calls.opener,
+        SECTION_STARTS=calls.section_starts,
         SECTION_END=calls.section_end,
         CALL_START=calls.start,
         CALL_STARTS=calls.starts,

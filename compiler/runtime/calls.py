@@ -46,6 +46,7 @@ from .format import (
     RAW_STRINGS,
     SECTION_END,
     SECTION_START,
+    SECTION_STARTS,
     STOP,
     SUFFIXED_VALUES,
     TRIGGER_ALSO,
@@ -146,7 +147,7 @@ def _read_calls(text, at, types):
     if CALL_PREFIXES:
         at = _past_prefix(text, at)
     if SECTION_START:
-        at = _match(text, at, SECTION_START)
+        at = _past_section_start(text, at)
         if at < 0:
             return None
     calls: list = []
@@ -181,6 +182,17 @@ def _read_calls(text, at, types):
             at = end
             break
     return calls, at
+
+
+def _past_section_start(text, at):
+    """The end of the section's opener written at ``at`` (the template's, else the
+    first of the others real outputs write that is: "" where they leave it out),
+    or -1."""
+    for start in SECTION_STARTS or (SECTION_START,):
+        end = _match(text, at, start)
+        if end >= 0:
+            return end
+    return -1
 
 
 def _past_prefix(text, at):

@@ -93,6 +93,9 @@ CONTENT_AS_UNIT: bool = _given("CONTENT_AS_UNIT", False)
 # Where calls begin; the section's markers; the call's start.
 TRIGGER: str = _given("TRIGGER", "")
 SECTION_START: str = _given("SECTION_START", "")
+# The section's opener and others real outputs write (overrides; "" where they leave
+# it out), the template's first; () where there are none.
+SECTION_STARTS: tuple[str, ...] = _given("SECTION_STARTS", ())
 SECTION_END: str = _given("SECTION_END", "")
 CALL_START: str = _given("CALL_START", "")
 # The call's start and other openers real outputs write (overrides), the template's

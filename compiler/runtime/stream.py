@@ -78,6 +78,7 @@ from .format import (
     SECTION_BEFORE_CONTENT,
     SECTION_END,
     SECTION_START,
+    SECTION_STARTS,
     STOP,
     SUFFIXED_VALUES,
     TRIGGER_ALSO,
@@ -1045,11 +1046,15 @@ class StreamParser:
         """Read the call's opener: the template's, else the first of the others real
         outputs write (CALL_STARTS) that is next; False, with nothing read, when
         none is."""
-        yield from self._decide(CALL_START)
-        for start in CALL_STARTS[1:]:
-            yield from self._decide(start)
-        for start in CALL_STARTS:
-            end = _match(self._pending, 0, start)
+        return (yield from self._one_of(CALL_STARTS or (CALL_START,)))
+
+    def _one_of(self, literals):
+        """Read the first of ``literals`` that is next (as ``_match`` reads each);
+        False, with nothing read, when none is."""
+        for literal in literals:
+            yield from self._decide(literal)
+        for literal in literals:
+            end = _match(self._pending, 0, literal)
             if end >= 0:
                 self._consume(end)
                 return True
@@ -1270,7 +1275,9 @@ class StreamParser:
             for prefix in CALL_PREFIXES:
                 if (yield from self._literal(prefix)):
                     break
-        if SECTION_START and not (yield from self._literal(SECTION_START)):
+        if SECTION_START and not (
+            yield from self._one_of(SECTION_STARTS or (SECTION_START,))
+        ):
             raise _Broken
         count = 0
         while True:

@@ -19,6 +19,8 @@ from .format import (
     OPENED_WITH_TOOLS,
     PRESERVED_TOKENS,
     REASONING_STARTS,
+    SECTION_START,
+    SECTION_STARTS,
     STOP,
     TOOLS_CHANGE_OPENING,
     TRIGGER,
@@ -53,9 +55,11 @@ def _match(text, at, literal):
 
 def _pieces(literal):
     """(the literal's pieces, its trailing whitespace). The pieces are its core
-    cut after each marker in it (a preserved token): a model may write other
-    whitespace, or some, between a marker and what follows it ('[TOOL_CALLS] [' for
-    '[TOOL_CALLS]['), so what the literal writes there is no piece."""
+    cut after each marker in it (a preserved token) and at the whitespace it
+    writes: a model may write other whitespace, or some, between a marker and what
+    follows it ('[TOOL_CALLS] [' for '[TOOL_CALLS]['), and other whitespace, or
+    none, where the literal writes some ('<functionname="' for '<function name="'),
+    so what the literal writes there is no piece."""
     found = _PIECES.get(literal)
     if found is not None:
         return found
@@ -72,7 +76,8 @@ def _pieces(literal):
         else:
             at += 1
     pieces.append(core[start:].strip())
-    found = ([piece for piece in pieces if piece], literal[len(literal.rstrip()) :])
+    words = [word for piece in pieces for word in piece.split()]
+    found = (words, literal[len(literal.rstrip()) :])
     if len(_PIECES) < 256:  # literals are the format's, but a suffix may name a key
         _PIECES[literal] = found
     return found
@@ -152,15 +157,19 @@ _KNOWN: tuple = (None, {})
 def _past_start(text, at):
     """Where calls are looked for again once those the trigger at ``at`` starts
     proved none: past the call's opener written there (a later part of it may be
-    another opener, and the same broken call is not tried twice), else after the
-    character at ``at``."""
+    another opener, and the same broken call is not tried twice) — after the
+    section's opener, where real outputs may leave that out (SECTION_STARTS) —
+    else after the character at ``at``."""
+    if SECTION_STARTS:
+        end = _match(text, at, SECTION_START)
+        at = end if end >= 0 else at
     return max(at + 1, _match_start(text, at))
 
 
 def _match_start(text, at):
     """The end of the call's opener written at ``at`` (the template's, else the
     first of the others real outputs write that is), or -1."""
-    for start in CALL_STARTS:
+    for start in CALL_STARTS or (CALL_START,):
         end = _match(text, at, start)
         if end >= 0:
             return end
