@@ -166,12 +166,26 @@ def _load(text, literal):
         # whatever the process's warning filters say (-W error would refuse it).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value = ast.literal_eval(text.strip())
-        # a set, bytes or a complex number is no JSON value, nor is an infinity
+            tree = ast.parse(text.strip(), mode="eval")
+            value = ast.literal_eval(_SetsAsLists().visit(tree))
+        # bytes or a complex number is no JSON value, nor is an infinity
         json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
+
+
+class _SetsAsLists(ast.NodeTransformer):
+    """A Python set display as a list of its items in the order written: JSON has
+    no set, and an array is what it stands for (``{'a', 'b'}`` is ``["a", "b"]``).
+    One Python refuses (an item that is a list, dict or set) stays a set, and
+    ``literal_eval`` refuses it."""
+
+    def visit_Set(self, node):
+        self.generic_visit(node)
+        if any(isinstance(item, (ast.List, ast.Dict, ast.Set)) for item in node.elts):
+            return node
+        return ast.List(elts=node.elts, ctx=ast.Load())
 
 
 # -- values in the template's own syntax (Gemma 4: <|"|>text<|"|>, {key:value}, None) --
