@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 1).
+"""The runtime every format module in this folder runs on (runtime interface 2).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -34,7 +34,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 1
+INTERFACE = 2
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -164,6 +164,9 @@ CONTENT_AS_UNIT: bool = _given("CONTENT_AS_UNIT", False)
 # Where calls begin; the section's markers; the call's start.
 TRIGGER: str = _given("TRIGGER", "")
 SECTION_START: str = _given("SECTION_START", "")
+# The section's opener and others real outputs write (overrides; "" where they leave
+# it out), the template's first; () where there are none.
+SECTION_STARTS: tuple[str, ...] = _given("SECTION_STARTS", ())
 SECTION_END: str = _given("SECTION_END", "")
 CALL_START: str = _given("CALL_START", "")
 # The call's start and other openers real outputs write (overrides), the template's
@@ -363,9 +366,11 @@ def _match(text, at, literal):
 
 def _pieces(literal):
     """(the literal's pieces, its trailing whitespace). The pieces are its core
-    cut after each marker in it (a preserved token): a model may write other
-    whitespace, or some, between a marker and what follows it ('[TOOL_CALLS] [' for
-    '[TOOL_CALLS]['), so what the literal writes there is no piece."""
+    cut after each marker in it (a preserved token) and at the whitespace it
+    writes: a model may write other whitespace, or some, between a marker and what
+    follows it ('[TOOL_CALLS] [' for '[TOOL_CALLS]['), and other whitespace, or
+    none, where the literal writes some ('<functionname="' for '<function name="'),
+    so what the literal writes there is no piece."""
     found = _PIECES.get(literal)
     if found is not None:
         return found
@@ -382,7 +387,8 @@ def _pieces(literal):
         else:
             at += 1
     pieces.append(core[start:].strip())
-    found = ([piece for piece in pieces if piece], literal[len(literal.rstrip()) :])
+    words = [word for piece in pieces for word in piece.split()]
+    found = (words, literal[len(literal.rstrip()) :])
     if len(_PIECES) < 256:  # literals are the format's, but a suffix may name a key
         _PIECES[literal] = found
     return found
@@ -462,15 +468,19 @@ _KNOWN: tuple = (None, {})
 def _past_start(text, at):
     """Where calls are looked for again once those the trigger at ``at`` starts
     proved none: past the call's opener written there (a later part of it may be
-    another opener, and the same broken call is not tried twice), else after the
-    character at ``at``."""
+    another opener, and the same broken call is not tried twice) — after the
+    section's opener, where real outputs may leave that out (SECTION_STARTS) —
+    else after the character at ``at``."""
+    if SECTION_STARTS:
+        end = _match(text, at, SECTION_START)
+        at = end if end >= 0 else at
     return max(at + 1, _match_start(text, at))
 
 
 def _match_start(text, at):
     """The end of the call's opener written at ``at`` (the template's, else the
     first of the others real outputs write that is), or -1."""
-    for start in CALL_STARTS:
+    for start in CALL_STARTS or (CALL_START,):
         end = _match(text, at, start)
         if end >= 0:
             return end
@@ -1195,12 +1205,26 @@ def _load(text, literal):
         # whatever the process's warning filters say (-W error would refuse it).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value = ast.literal_eval(text.strip())
-        # a set, bytes or a complex number is no JSON value, nor is an infinity
+            tree = ast.parse(text.strip(), mode="eval")
+            value = ast.literal_eval(_SetsAsLists().visit(tree))
+        # bytes or a complex number is no JSON value, nor is an infinity
         json.dumps(value, allow_nan=False)
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
+
+
+class _SetsAsLists(ast.NodeTransformer):
+    """A Python set display as a list of its items in the order written: JSON has
+    no set, and an array is what it stands for (``{'a', 'b'}`` is ``["a", "b"]``).
+    One Python refuses (an item that is a list, dict or set) stays a set, and
+    ``literal_eval`` refuses it."""
+
+    def visit_Set(self, node):
+        self.generic_visit(node)
+        if any(isinstance(item, (ast.List, ast.Dict, ast.Set)) for item in node.elts):
+            return node
+        return ast.List(elts=node.elts, ctx=ast.Load())
 
 
 # -- values in the template's own syntax (Gemma 4: <|"|>text<|"|>, {key:value}, None) --
@@ -2128,7 +2152,7 @@ def _read_calls(text, at, types):
     if CALL_PREFIXES:
         at = _past_prefix(text, at)
     if SECTION_START:
-        at = _match(text, at, SECTION_START)
+        at = _past_section_start(text, at)
         if at < 0:
             return None
     calls: list = []
@@ -2163,6 +2187,17 @@ def _read_calls(text, at, types):
             at = end
             break
     return calls, at
+
+
+def _past_section_start(text, at):
+    """The end of the section's opener written at ``at`` (the template's, else the
+    first of the others real outputs write that is: "" where they leave it out),
+    or -1."""
+    for start in SECTION_STARTS or (SECTION_START,):
+        end = _match(text, at, start)
+        if end >= 0:
+            return end
+    return -1
 
 
 def _past_prefix(text, at):
@@ -3997,11 +4032,15 @@ class StreamParser:
         """Read the call's opener: the template's, else the first of the others real
         outputs write (CALL_STARTS) that is next; False, with nothing read, when
         none is."""
-        yield from self._decide(CALL_START)
-        for start in CALL_STARTS[1:]:
-            yield from self._decide(start)
-        for start in CALL_STARTS:
-            end = _match(self._pending, 0, start)
+        return (yield from self._one_of(CALL_STARTS or (CALL_START,)))
+
+    def _one_of(self, literals):
+        """Read the first of ``literals`` that is next (as ``_match`` reads each);
+        False, with nothing read, when none is."""
+        for literal in literals:
+            yield from self._decide(literal)
+        for literal in literals:
+            end = _match(self._pending, 0, literal)
             if end >= 0:
                 self._consume(end)
                 return True
@@ -4222,7 +4261,9 @@ class StreamParser:
             for prefix in CALL_PREFIXES:
                 if (yield from self._literal(prefix)):
                     break
-        if SECTION_START and not (yield from self._literal(SECTION_START)):
+        if SECTION_START and not (
+            yield from self._one_of(SECTION_STARTS or (SECTION_START,))
+        ):
             raise _Broken
         count = 0
         while True:

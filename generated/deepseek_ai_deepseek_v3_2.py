@@ -2,7 +2,7 @@
 
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
-Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜function_calls>' ... '</｜DSML｜function_calls>'.
+Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜function_calls>' ... '</｜DSML｜function_calls>'; real outputs also (overrides): calls with no section opener.
 End of turn: '<｜end▁of▁sentence｜>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -70,8 +70,10 @@ OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
 HAS_CALLS: bool = True
 TRIGGER: str = "<｜DSML｜function_calls>"
 SECTION_START: str = "<｜DSML｜function_calls>"
+SECTION_STARTS: tuple[str, ...] = ("<｜DSML｜function_calls>", "")
 SECTION_END: str = "</｜DSML｜function_calls>"
 CALL_START: str = '<｜DSML｜invoke name="'
+TRIGGER_ALSO: tuple[str, ...] = ('<｜DSML｜invoke name="',)
 CALL_PARTS: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] = (
     ("name", '">\n', ()),
     ("arguments", "</｜DSML｜invoke>\n", ()),
@@ -149,6 +151,7 @@ SPEC = {
         "section": {
             "start": "<｜DSML｜function_calls>",
             "end": "</｜DSML｜function_calls>",
+            "start_also": [""],
         },
         "call": {
             "start": '<｜DSML｜invoke name="',
@@ -196,7 +199,14 @@ SPEC = {
         "fallback_call": None,
     },
     "review": [],
-    "overrides": [],
+    "overrides": [
+        {
+            "path": "tools.section.start_also",
+            "value": [""],
+            "reason": "Real outputs also write a call's <｜DSML｜invoke name=\"...\"> with no <｜DSML｜function_calls> before it; the template always writes the section's opener first.",
+            "evidence": "vLLM 0.33.0 tests/tool_parsers/test_deepseekv32_tool_parser.py (TestMissingFunctionCallsWrapper::test_non_streaming, ::test_streaming); tests/real_outputs/vllm/deepseek_v32.json",
+        }
+    ],
 }
 
 # The grammar of a whole output, thinking on (also the .gbnf file).
@@ -652,4 +662,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 1)
+) = _runtime.bind(globals(), 2)

@@ -2,7 +2,7 @@
 
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
-Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜tool_calls>' ... '</｜DSML｜tool_calls>'.
+Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜tool_calls>' ... '</｜DSML｜tool_calls>'; real outputs also (overrides): calls with no section opener.
 End of turn: '<｜end▁of▁sentence｜>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -70,8 +70,10 @@ OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
 HAS_CALLS: bool = True
 TRIGGER: str = "<｜DSML｜tool_calls>"
 SECTION_START: str = "<｜DSML｜tool_calls>"
+SECTION_STARTS: tuple[str, ...] = ("<｜DSML｜tool_calls>", "")
 SECTION_END: str = "</｜DSML｜tool_calls>"
 CALL_START: str = '<｜DSML｜invoke name="'
+TRIGGER_ALSO: tuple[str, ...] = ('<｜DSML｜invoke name="',)
 CALL_PARTS: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] = (
     ("name", '">\n', ()),
     ("arguments", "</｜DSML｜invoke>\n", ()),
@@ -144,7 +146,11 @@ SPEC = {
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {
         "format": "tagged",
-        "section": {"start": "<｜DSML｜tool_calls>", "end": "</｜DSML｜tool_calls>"},
+        "section": {
+            "start": "<｜DSML｜tool_calls>",
+            "end": "</｜DSML｜tool_calls>",
+            "start_also": [""],
+        },
         "call": {
             "start": '<｜DSML｜invoke name="',
             "parts": [
@@ -191,7 +197,14 @@ SPEC = {
         "fallback_call": None,
     },
     "review": [],
-    "overrides": [],
+    "overrides": [
+        {
+            "path": "tools.section.start_also",
+            "value": [""],
+            "reason": "Real outputs also write a call's <｜DSML｜invoke name=\"...\"> with no <｜DSML｜tool_calls> before it (the section's closer after it); the template always writes the section's opener first.",
+            "evidence": "vLLM 0.33.0 tests/tool_parsers/test_deepseekv4_tool_parser.py (test_missing_tool_calls_wrapper_is_recovered); tests/real_outputs/vllm/deepseek_v4.json",
+        }
+    ],
 }
 
 # The grammar of a whole output, thinking on (also the .gbnf file).
@@ -631,4 +644,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 1)
+) = _runtime.bind(globals(), 2)

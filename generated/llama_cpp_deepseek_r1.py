@@ -2,7 +2,7 @@
 
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on and thinking off).
 Content: plain text.
-Tool calls: tagged: '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' + <name> + '\\n```json\\n' + <arguments> + '\\n```<｜tool▁call▁end｜>', separated by '\\n'; section '<｜tool▁calls▁begin｜>' ... ''.
+Tool calls: tagged: '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' + <name> + '\\n```json\\n' + <arguments> + '\\n```<｜tool▁call▁end｜>', separated by '\\n'; section '<｜tool▁calls▁begin｜>' ... '<｜tool▁calls▁end｜>'.
 End of turn: '<｜end▁of▁sentence｜>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -57,6 +57,7 @@ PRESERVED_TOKENS: list[str] = [
     "<｜tool▁call▁begin｜>",
     "<｜tool▁sep｜>",
     "<｜tool▁call▁end｜>",
+    "<｜tool▁calls▁end｜>",
 ]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
@@ -70,6 +71,7 @@ OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
 HAS_CALLS: bool = True
 TRIGGER: str = "<｜tool▁calls▁begin｜>"
 SECTION_START: str = "<｜tool▁calls▁begin｜>"
+SECTION_END: str = "<｜tool▁calls▁end｜>"
 CALL_START: str = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"
 CALL_SEPARATOR: str = "\n"
 CALL_PARTS: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] = (
@@ -121,7 +123,7 @@ SPEC = {
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {
         "format": "tagged",
-        "section": {"start": "<｜tool▁calls▁begin｜>", "end": None},
+        "section": {"start": "<｜tool▁calls▁begin｜>", "end": "<｜tool▁calls▁end｜>"},
         "call": {
             "start": "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
             "parts": [
@@ -144,6 +146,7 @@ SPEC = {
             "<｜tool▁call▁begin｜>",
             "<｜tool▁sep｜>",
             "<｜tool▁call▁end｜>",
+            "<｜tool▁calls▁end｜>",
         ],
     },
     "polyfills": {
@@ -228,7 +231,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -280,7 +283,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws\n'
     'calls-root-part ::= ws "```<｜tool▁call▁end｜>"\n'
@@ -291,7 +294,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -301,14 +304,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws',
         "calls-root-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -334,7 +337,11 @@ _STRUCTURAL_TAG: dict = {
     "calls": {
         "triggers": ["<｜tool▁calls▁begin｜>"],
         "call_trigger": "<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
-        "section": {"begin": "<｜tool▁calls▁begin｜>", "end": [""], "separator": "\n"},
+        "section": {
+            "begin": "<｜tool▁calls▁begin｜>",
+            "end": ["<｜tool▁calls▁end｜>"],
+            "separator": "\n",
+        },
         "separator": "\n",
         "variants": [
             [
@@ -372,7 +379,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜tool▁calls▁begin｜>/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
+        "calls_more: /\\s*<｜tool▁calls▁end｜>(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
@@ -403,4 +410,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 1)
+) = _runtime.bind(globals(), 2)

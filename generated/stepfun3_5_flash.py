@@ -2,7 +2,7 @@
 
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on and thinking off).
 Content: plain text.
-Tool calls: tagged: '<tool_call>\\n<function=' + <name> + '>\\n' + <arguments> + '</function>\\n</tool_call>', separated by ''.
+Tool calls: tagged: '<tool_call>\\n<function=' + <name> + '>\\n' + <arguments> + '</function>\\n</tool_call>', separated by ''; real outputs also (overrides): starting '<function='.
 End of turn: '<|im_end|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -70,6 +70,8 @@ OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>\n<function="
 CALL_START: str = "<tool_call>\n<function="
+CALL_STARTS: tuple[str, ...] = ("<tool_call>\n<function=", "<function=")
+TRIGGER_ALSO: tuple[str, ...] = ("<function=",)
 LITERAL: str = "python"
 CALL_PARTS: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...] = (
     ("name", ">\n", ()),
@@ -140,6 +142,7 @@ SPEC = {
                 {"hole": "arguments", "after": "</function>\n</tool_call>"},
             ],
             "separator": "",
+            "start_also": ["<function="],
         },
         "arguments": {
             "encoding": "tagged",
@@ -179,7 +182,14 @@ SPEC = {
         "fallback_call": None,
     },
     "review": [],
-    "overrides": [],
+    "overrides": [
+        {
+            "path": "tools.call.start_also",
+            "value": ["<function="],
+            "reason": "Real outputs also start a call at '<function=' with no '<tool_call>' before it (the rest of the template's own start); the template writes '<tool_call>\\n<function='.",
+            "evidence": "vLLM 0.33.0 tests/tool_parsers/test_step3p5_tool_parser.py (test_extract_tool_calls_fallback_no_tags); tests/real_outputs/vllm/step3p5.json",
+        }
+    ],
 }
 
 # The grammar of a whole output, thinking on (also the .gbnf file).
@@ -468,4 +478,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 1)
+) = _runtime.bind(globals(), 2)

@@ -221,10 +221,11 @@ def test_trailing(tagged, monkeypatch):
     assert C._trailing("<|end|> Done.") == "Done."
 
 
-@pytest.mark.parametrize("value", ["{1, 2}", "b'x'", "1j", "{(1, 2): 3}"])
+@pytest.mark.parametrize("value", ["{1, [2]}", "b'x'", "1j", "{(1, 2): 3}"])
 def test_python_values_that_json_cannot_hold_do_not_raise(tagged, value):
-    """A Python-literal value that is no JSON value (a set, bytes, a complex number,
-    a dict with tuple keys) stays text: json.dumps raised TypeError on it."""
+    """A Python-literal value that is no JSON value (a set Python refuses, bytes, a
+    complex number, a dict with tuple keys) stays text: json.dumps raised TypeError on
+    it. (A set Python accepts is the array it stands for: tests/test_tolerance.py.)"""
     text = "A " + _tagged_call("f", _unit("a", value))
     before, calls, after = C._find_calls(text, {}, False)
     assert [json.loads(call["function"]["arguments"]) for call in calls] == [{"a": value}]
