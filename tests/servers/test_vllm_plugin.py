@@ -103,22 +103,27 @@ def plugin_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("plugins"))
 
 
+def template_kwargs(case) -> dict:
+    """The chat-template arguments the case's prompt was rendered with: the
+    template's own thinking switch where it has one (Kimi K3's ``thinking``; such a
+    template ignores ``enable_thinking``), else ``enable_thinking``."""
+    switch = fmt_of(case.slug).spec["capabilities"].get("thinking_switch")
+    return {(switch or {}).get("variable", "enable_thinking"): case.kind.enable_thinking}
+
+
 def request_for(case) -> ChatCompletionRequest:
     return ChatCompletionRequest(
         messages=MESSAGES,
         model="m",
         tools=case.tools,
         tool_choice="auto" if case.tools else "none",
-        chat_template_kwargs={"enable_thinking": case.kind.enable_thinking},
+        chat_template_kwargs=template_kwargs(case),
     )
 
 
 def new_parser(cls, case):
     # The tokenizer is not read while parsing text: none is loaded.
-    return cls(
-        None, request_for(case).tools,
-        chat_template_kwargs={"enable_thinking": case.kind.enable_thinking},
-    )
+    return cls(None, request_for(case).tools, chat_template_kwargs=template_kwargs(case))
 
 
 def cut_points(text: str) -> list[int]:
