@@ -83,7 +83,8 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("PYTHONPATH", None)
     return subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=300, check=False,
     )
 
 
