@@ -35,9 +35,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check compiler generated tests
 	$(PY) -m mypy compiler generated
 
-# The benchmark compares with Hugging Face transformers, installed only here, in a
-# virtualenv of its own: `make bench BENCH_ARGS=--json` for JSON, `--check` to fail when
-# an acceptance figure is missed. Then it times a full rebuild of the corpus with the
+# The benchmark compares with Hugging Face transformers (the version the test extra
+# pins), in a virtualenv of its own with the project and nothing else:
+# `make bench BENCH_ARGS=--json` for JSON, `--check` to fail when an acceptance figure
+# is missed. Then it times a full rebuild of the corpus with the
 # project's virtualenv (the build needs black and jinja2), which takes --check and --json
 # from BENCH_ARGS too; it runs even when the first misses a figure, and make fails if
 # either does.

@@ -70,7 +70,7 @@ class SpecLimitError(SpecError):
     length of its markers): refused before anything reads it further."""
 
 
-# The bounds (README, "Reliability"). A spec comes from review, which may mean a pull
+# The bounds (docs/reliability.md, "Untrusted specs"). A spec comes from review, which may mean a pull
 # request or a model's repository: these keep the work any command does on one small.
 # The corpus's largest spec is 5 KB, nests 6 levels and holds 239 values; its longest
 # marker has 74 characters, and all its markers together 736.

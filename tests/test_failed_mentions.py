@@ -181,8 +181,8 @@ def test_mistral_nemo_call_after_failed_mentions(count):
 # Where the content is one unit of the turn (Functionary v3.2: content, then a call
 # separator and calls that run to the end), a separator in the content is tried as
 # the start of the calls at most _UNIT_TRIES (8) times. Python prompts (">>>", the
-# separator) in the content use up those tries: a real bound, documented in the
-# README, that real outputs can meet. The calls after three prompts are read; after
+# separator) in the content use up those tries: a real bound, documented in
+# docs/reliability.md, that real outputs can meet. The calls after three prompts are read; after
 # nine they are not yet (strict: this fails once the bound is lifted, to be turned
 # into a plain assertion).
 UNIT = "meetkai_functionary_medium_v3_2"

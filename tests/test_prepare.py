@@ -9,7 +9,7 @@ call's name must show more often than in the render of the same turn's tools alo
 (the definitions name it too). A render that raises shows none of its pieces.
 
 With prepare_messages, at least 99% of the pieces must show over the corpus; the
-figure without it is printed beside (README, "Preparing messages").
+figure without it is printed beside (docs/using-parsers.md, "Preparing messages").
 """
 
 from __future__ import annotations

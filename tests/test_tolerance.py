@@ -1,5 +1,5 @@
 """What real outputs do to a format that its template never renders, read by general
-rules of the runtime (issue 26; README "What real outputs look like"):
+rules of the runtime (issue 26; docs/real-outputs.md, "General rules"):
 
 - a closer missing or cut short at the end of the text closes what it closes, wherever
   the cut falls after the last value, unless what is left may also begin what else

@@ -208,7 +208,7 @@ def _call_kind(name: str, arguments: dict) -> rt.Kind:
 
 def _nested_values_typed(slug: str) -> bool:
     """Whether objects inside a tagged value are held to their schema: not where the
-    template writes its own value syntax or elements (README: what is not typed)."""
+    template writes its own value syntax or elements (docs/exports.md: what is not typed)."""
     calls = format_of(slug).calls
     arguments = calls.arguments if calls is not None else None
     if arguments is None:

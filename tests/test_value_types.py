@@ -125,7 +125,7 @@ STRING_SCHEMAS = {
     ),
     "nullable": ({"zip": {"type": "string", "nullable": True}}, None),
     "allOf of one": ({"zip": {"allOf": [{"type": "string"}]}}, None),
-    # where a number is admitted too, the string wins: README, Reliability
+    # where a number is admitted too, the string wins: docs/reliability.md
     "string or integer": ({"zip": {"type": ["integer", "string"]}}, None),
     "anyOf string, number": ({"zip": {"anyOf": [{"type": "number"}, {"type": "string"}]}}, None),
     "enum of both": ({"zip": {"enum": [10001, "10001"]}}, None),

@@ -1,7 +1,7 @@
 """What the auto plugin's server tests share: model folders a server can load a tokenizer
 from (the chat template, the special tokens, a tokenizer of a few words: no weights),
 a start-up cache per server, a start-up made fresh as in a new server process,
-and the start-up times for the README.
+and the start-up times for docs/serving.md.
 
 Each server's tests have a cache of their own, so each times its first start
 (the analysis), its second (the cached analysis) and a reviewed spec's.

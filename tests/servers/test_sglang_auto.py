@@ -232,7 +232,7 @@ def test_a_template_with_nothing_to_read_stops_the_launcher(env, capfd, kind, te
 
 
 def test_the_launcher_registers_before_sglang_reads_its_command_line(env, tmp_path):
-    """Run as a process, as the README says: the start-up line, then SGLang's own
+    """Run as a process, as docs/serving.md says: the start-up line, then SGLang's own
     command line, whose help lists the name among both flags' choices."""
     plugin = tmp_path / "chatfmt_sglang.py"
     plugin.write_text(plugin_sglang.auto_text("chatfmt"), encoding="utf-8")

@@ -223,7 +223,7 @@ def splits(text: str) -> list[tuple[str, list[str]]]:
     return ways
 
 
-# Totals over the run, for the README's figures (printed by test_zz_figures with -s).
+# Totals over the run, for docs/serving.md's figures (printed by test_zz_figures with -s).
 FIGURES = {"formats": 0, "texts": 0, "runs": 0, "failed": 0}
 
 
