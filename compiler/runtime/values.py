@@ -720,11 +720,50 @@ def _argument_types(tools, name):
         )
         if not isinstance(properties, dict):
             return {}
-        return {
-            key: _kind(_schema_kinds(field, parameters))
-            for key, field in properties.items()
-        }
+        return _ArgumentKinds(properties, parameters)
     return _NO_TOOL
+
+
+class _ArgumentKinds:
+    """Argument name → how its tagged value is typed (``_kind``), for one tool, each
+    read from the schema when first asked for: an output writes few of a tool's
+    arguments, and each parse reads the tools afresh."""
+
+    __slots__ = ("_properties", "_root", "_read")
+
+    def __init__(self, properties, root):
+        self._properties = properties
+        self._root = root
+        self._read: dict = {}
+
+    def get(self, key, default=None):
+        found = self._read.get(key, _UNREAD)
+        if found is _UNREAD:
+            field = self._properties.get(key, _UNREAD)
+            if field is _UNREAD:
+                return default
+            found = self._read[key] = _field_kind(field, self._root)
+        return found
+
+
+_UNREAD = object()
+
+
+# What, beside ``type``, decides the types a schema admits (``_schema_kinds``).
+_TYPE_DECIDING = frozenset(
+    ("$ref", "const", "enum", "anyOf", "oneOf", "allOf", "nullable")
+)
+
+
+def _field_kind(field, root):
+    """``_kind(_schema_kinds(field, root))``, at once where ``field`` names one type
+    and nothing else decides (most arguments): a parse reads its tools' schemas
+    again each time."""
+    if isinstance(field, dict):
+        kinds = field.get("type")
+        if isinstance(kinds, str) and _TYPE_DECIDING.isdisjoint(field):
+            return "string" if kinds == "string" else frozenset((kinds,))
+    return _kind(_schema_kinds(field, root))
 
 
 def _kind(kinds):
@@ -1013,10 +1052,14 @@ def _read_members(text, at):
 def _scanned(scan, text, at, skip):
     """``scan(text, at + skip)``, for one of the json module's C scanners (the
     value at ``at``; the string whose quote is at ``at``, ``skip`` 1): (value,
-    end), or what it raises. It reads a piece of the text from ``at`` that doubles
+    end), or what it raises. It reads a piece of the text from ``at`` that grows
     until the answer cannot change: json's error counts the lines of all the text
     before where it is raised, which a run of broken calls would pay at each (the
-    square of the text's length)."""
+    square of the text's length). Where ``at`` is within the first piece's length
+    of the start, the text is scanned whole: the lines counted are then no more than
+    a piece's copy would cost, and a long value near the start is read at once."""
+    if at <= _SCAN_PIECE:
+        return scan(text, at + skip)
     size = _SCAN_PIECE
     while True:
         piece = text[at : at + size]
@@ -1034,13 +1077,17 @@ def _scanned(scan, text, at, skip):
         else:
             if last or end + _SCAN_MARGIN <= len(piece):
                 return value, at + end
-        size *= 2
+        size *= _SCAN_GROWTH
 
 
-# The first piece _scanned reads, and how far past a value's end (or an error) the
-# scanner may have looked to decide it (a number's exponent, a \uXXXX\uXXXX pair).
+# The first piece _scanned reads, how far past a value's end (or an error) the
+# scanner may have looked to decide it (a number's exponent, a \uXXXX\uXXXX pair),
+# and how much larger each next piece is: a scanner stops at the value's end, so a
+# piece larger than the value costs only its copy, while each piece too short is
+# scanned in vain (doubling scanned a long value about twice over).
 _SCAN_PIECE = 1024
 _SCAN_MARGIN = 16
+_SCAN_GROWTH = 16
 
 
 def _field(value, path):

@@ -370,12 +370,18 @@ def test_schema_types():
         },
     ]
     types = V._SchemaTypes(tools)
-    assert types.get("f") == {"a": "string", "b": {"integer"}}
-    assert types.get("g") == {"x": {"array"}}
-    assert types.get("h") == {}
-    assert types.get("k", "none") == {"y": None, "z": None}
+    assert _kinds(types.get("f"), "a", "b", "c") == {"a": "string", "b": {"integer"}, "c": "-"}
+    assert _kinds(types.get("g"), "x") == {"x": {"array"}}
+    assert _kinds(types.get("h"), "x") == {"x": "-"}
+    assert _kinds(types.get("k", "none"), "y", "z") == {"y": None, "z": None}
     assert types.get("nobody", "none") == "none"
-    assert types.get("f") == {"a": "string", "b": {"integer"}}  # read once, asked twice
+    assert types.get("f") is types.get("f")  # read once, asked twice
+
+
+def _kinds(found, *keys):
+    """How ``found`` (one tool's argument kinds) types each of ``keys``, "-" where
+    the tool has no such argument."""
+    return {key: found.get(key, "-") for key in keys}
 
 
 def test_schema_types_last_definition_counts():
@@ -383,13 +389,13 @@ def test_schema_types_last_definition_counts():
         {"name": "f", "parameters": {"properties": {"a": {"type": "string"}}}},
         {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
     ]
-    assert V._SchemaTypes(tools).get("f") == {"a": {"integer"}}
+    assert _kinds(V._SchemaTypes(tools).get("f"), "a") == {"a": {"integer"}}
 
 
 def test_schema_types_of_malformed_definitions():
     tools = [None, "x", {"function": None}, {"name": 3}, {"name": "f", "parameters": "x"}]
     types = V._SchemaTypes(tools)
-    assert types.get("f") == {}
+    assert _kinds(types.get("f"), "a") == {"a": "-"}
     assert types.get("g", "none") == "none"
 
 
@@ -417,6 +423,32 @@ def test_schema_types_of_no_tools():
 )
 def test_schema_kinds(schema, kinds):
     assert V._schema_kinds(schema, {"$defs": {"n": {"type": "integer"}}}) == kinds
+
+
+_FIELDS = [
+    {"type": "string"},
+    {"type": "integer", "description": "n"},
+    {"type": "string", "enum": ["a", "b"]},
+    {"type": "string", "nullable": True},
+    {"type": "string", "nullable": False},
+    {"type": "number", "const": "x"},
+    {"type": "string", "anyOf": [{"type": "integer"}]},
+    {"type": "string", "allOf": [{"type": "boolean"}]},
+    {"type": "string", "$ref": "#/$defs/n"},
+    {"type": ["string"]},
+    {"type": "object", "properties": {}},
+    {"items": {}},
+    {},
+    True,
+    False,
+    None,
+]
+
+
+@pytest.mark.parametrize("field", _FIELDS, ids=str)
+def test_a_field_is_typed_at_once_as_its_schema_kinds_say(field):
+    root = {"$defs": {"n": {"type": "integer"}}}
+    assert V._field_kind(field, root) == V._kind(V._schema_kinds(field, root))
 
 
 def test_schema_kinds_of_a_schema_that_refers_to_itself():
@@ -493,13 +525,13 @@ _jsonish = st.text(alphabet=st.sampled_from('{}[]":,0123456789.eE+-\\u abtrunlfs
 
 
 @settings(max_examples=500)
-@given(_jsonish, st.integers(0, 10), st.sampled_from([1, 2, 5, 64]))
-def test_scanned_answers_as_the_scanner_over_the_whole_text(text, at, piece):
-    """Read from pieces (here of a few characters, doubling), every value, string
+@given(_jsonish, st.integers(0, 30), st.sampled_from([1, 2, 5, 64]), st.sampled_from([2, 16]))
+def test_scanned_answers_as_the_scanner_over_the_whole_text(text, at, piece, growth):
+    """Read from pieces (here of a few characters, growing), every value, string
     and error comes out as the scanner reads it from the whole text."""
     at = min(at, len(text))
-    old = V._SCAN_PIECE
-    V._SCAN_PIECE = piece
+    old = V._SCAN_PIECE, V._SCAN_GROWTH
+    V._SCAN_PIECE, V._SCAN_GROWTH = piece, growth
     try:
         assert _scanned_outcome(text, at, 0, V._SCAN_ONCE) == _outcome(V._SCAN_ONCE, text, at, 0)
         if text[at : at + 1] == '"':
@@ -507,7 +539,7 @@ def test_scanned_answers_as_the_scanner_over_the_whole_text(text, at, piece):
                 V._SCAN_STRING, text, at, 1
             )
     finally:
-        V._SCAN_PIECE = old
+        V._SCAN_PIECE, V._SCAN_GROWTH = old
 
 
 def test_a_broken_call_far_into_the_text_is_scanned_near_where_it_is():
