@@ -63,11 +63,13 @@ FORMATS = (
 SIZES = (1024, 16 * 1024, 256 * 1024)
 
 # Acceptance targets (``--check``), for each format.
-MAX_OVER_BASELINE = 1.05  # ours / the baseline's, one-shot (up to 16 KB) and per chunk
-BASELINE_PARSE_SIZES = (1024, 16 * 1024)
 MAX_STREAM_RATIO = 0.5  # ours / ResponseParser, per chunk, at every size
 MAX_FLATNESS = 1.2  # ours per chunk at the largest size / at the smallest
-# Reported only: the targets of earlier issues.
+# Reported only: the targets of earlier issues. Ours / the baseline's, one-shot (up to
+# 16 KB) and per chunk, was issue 23's check of the layout (docs/benchmarks.md keeps
+# its last figures).
+MAX_OVER_BASELINE = 1.05
+BASELINE_PARSE_SIZES = (1024, 16 * 1024)
 MIN_SPEEDUP = 6.0  # parse_response / ours, one-shot, at the smallest size
 MAX_OVER_FLOOR = 1.3  # ours / floor, one-shot, at every larger size
 
@@ -386,6 +388,7 @@ def acceptance(rows: list[dict]) -> list[dict]:
                     row["parse_over_baseline"],
                     f"<= {MAX_OVER_BASELINE:g}x",
                     lambda v: v <= MAX_OVER_BASELINE,
+                    checked=False,
                 )
             check(
                 row,
@@ -393,6 +396,7 @@ def acceptance(rows: list[dict]) -> list[dict]:
                 row["stream_over_baseline"],
                 f"<= {MAX_OVER_BASELINE:g}x",
                 lambda v: v <= MAX_OVER_BASELINE,
+                checked=False,
             )
         for row in mine:
             check(

@@ -54,7 +54,8 @@ def time_build(templates: str, specs: str) -> tuple[float, int, str, int]:
             sum(
                 1
                 for name in os.listdir(generated)
-                if name.endswith(".py") and name != "__init__.py"
+                # format modules: not the package's __init__ or the shared runtime
+                if name.endswith(".py") and not name.startswith("_")
             )
             if os.path.isdir(generated)
             else 0
