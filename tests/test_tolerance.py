@@ -307,6 +307,21 @@ def test_a_call_in_reasoning_with_no_closer_ends_it():
     expect(read(SEED, text), reasoning="Let me look.", called=[WEATHER])
 
 
+@pytest.mark.parametrize("call", ["", SEED_CALL])
+def test_a_long_unclosed_reasoning_of_broken_calls(call):
+    """More broken call openers in a block no closer ends than the stream reads at a
+    time (its rest comes again a piece at a time once the output has ended: each
+    try had cost the rest's length): each is reasoning text, and a well-formed call
+    after them ends the block, in parse and the stream alike."""
+    opener = SEED_CALL.split("\n")[0] + "\n"
+    text = "<seed:think>Let me look.\n" + opener * 400 + call
+    message = read(SEED, text)
+    assert message["reasoning_content"].startswith("Let me look.\n" + opener)
+    assert message["reasoning_content"].count(opener.strip()) == 400
+    assert calls(message) == ([WEATHER] if call else [])
+    assert message["content"] == ""
+
+
 @pytest.mark.parametrize("between", ["", "\n\n", "Checking.\n"])
 def test_calls_in_and_after_the_reasoning(invented, between):
     call = "\n" + MUSE

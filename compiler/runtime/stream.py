@@ -370,6 +370,12 @@ class StreamParser:
         )
         # Text that is reasoning only if a delimiter follows it.
         self._maybe_reasoning = []
+        # Whether the whole output is read and the reasoning's closer is not in what
+        # is left of it: then it is in no later part either.
+        self._no_closer = False
+        # The output's rest, read again a piece at a time (last piece first) once
+        # the reader held all of it to find the closer (``_requeue``).
+        self._backlog = []
         # Whether the prompt wrote the content's opener: its closer ends the content.
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
@@ -478,6 +484,11 @@ class StreamParser:
     def _step(self):
         try:
             next(self._reader, None)
+            while self._backlog:  # the output's rest, read again (_requeue)
+                self._pending += "".join(self._space) + self._backlog.pop()
+                self._space = []
+                self._eof = not self._backlog
+                next(self._reader, None)
         except Exception:  # a reader bug must not lose text: the rest is content
             self._run = None
             if self._hold_from is not None:
@@ -488,6 +499,11 @@ class StreamParser:
             unsent = self._held + self._held_stop + "".join(self._raw)
             unsent += "".join(self._maybe_reasoning) + self._pending
             self._maybe_reasoning = []
+            if self._backlog:  # the output has ended: its rest is all there is
+                unsent += "".join(self._space) + "".join(reversed(self._backlog))
+                self._space = []
+                self._backlog = []
+                self._eof = True
             self._held = self._held_stop = ""
             self._raw = []
             self._pending = unsent
@@ -616,7 +632,7 @@ class StreamParser:
         search = 0  # a trigger is looked for from here on
         while True:
             pending = self._pending
-            end = pending.find(REASONING_END)
+            end = -1 if self._no_closer else pending.find(REASONING_END)
             at = -1
             if HAS_CALLS and not BARE_CALLS and end < 0:
                 if TRIGGER_ALSO:
@@ -658,7 +674,11 @@ class StreamParser:
         """Whether the reasoning's closer comes before the output ends, the text from
         here on held back until it is known (``parse``: calls in a block that its
         closer follows are its text). Each piece is looked at once: what cannot
-        hold the closer waits in ``_maybe_reasoning``."""
+        hold the closer waits in ``_maybe_reasoning``; once the output is read and
+        the closer is not in it, it is not looked for again (a run of triggers in an
+        unclosed block would each look to the end)."""
+        if self._no_closer:
+            return False
         held = self._maybe_reasoning
         # (what may still be the closer, or the end-of-turn marker feed keeps apart)
         margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
@@ -669,7 +689,24 @@ class StreamParser:
             yield
         self._pending = "".join(held) + self._pending
         held.clear()
-        return REASONING_END in self._pending
+        found = REASONING_END in self._pending
+        if self._eof and not found:
+            self._no_closer = True
+            self._requeue()
+        return found
+
+    def _requeue(self):
+        """Once the output is read and the reader holds the rest of it, the rest
+        comes again a piece at a time, as feed gives a long chunk (the output's end
+        after the last piece): the tries at calls in it then cost time in
+        proportion to a piece, not to all of it."""
+        rest = self._pending
+        if len(rest) <= _FEED_PIECE:
+            return
+        self._pending = rest[:_FEED_PIECE]
+        pieces = range(_FEED_PIECE, len(rest), _FEED_PIECE)
+        self._backlog = [rest[at : at + _FEED_PIECE] for at in reversed(pieces)]
+        self._eof = False
 
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
