@@ -3370,8 +3370,10 @@ def _probe(text, start, stop, types, fine, step, grow):
     return -1, -1
 
 
-# The longest piece of a chunk the reader is given at once.
+# The longest piece of a chunk the reader is given at once, and the length past which
+# a delta's text is not added to (the next text makes a delta of its own).
 _FEED_PIECE = 4096
+_DELTA_PIECE = 4096
 
 # How far before the place where broken calls proved broken calls are looked for
 # again: the text that proved them broken may be the opener of the next call (a
@@ -3562,10 +3564,18 @@ class StreamParser:
         return deltas
 
     def _emit(self, field, text):
+        """Add ``text`` to the ``field`` delta being made, or make one. A delta
+        grows only to ``_DELTA_PIECE`` characters: its text is copied at each
+        addition, and a step that reads much (the rest of the output, read again
+        once it has ended) adds many."""
         if not text:
             return
         last = self._deltas[-1] if self._deltas else None
-        if last is not None and list(last) == [field]:
+        if (
+            last is not None
+            and list(last) == [field]
+            and len(last[field]) < _DELTA_PIECE
+        ):
             last[field] += text
         else:
             self._deltas.append({field: text})
