@@ -107,7 +107,9 @@ def template_kwargs(case) -> dict:
     """The chat-template arguments the case's prompt was rendered with: the
     template's own thinking switch where it has one (Kimi K3's ``thinking``; such a
     template ignores ``enable_thinking``), else ``enable_thinking``."""
-    switch = fmt_of(case.slug).spec["capabilities"].get("thinking_switch")
+    switch = None
+    if (ROOT / "specs" / f"{case.slug}.yaml").exists():  # (else an invented template's)
+        switch = fmt_of(case.slug).spec["capabilities"].get("thinking_switch")
     return {(switch or {}).get("variable", "enable_thinking"): case.kind.enable_thinking}
 
 
