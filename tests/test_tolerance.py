@@ -31,6 +31,7 @@ from compiler.build import build
 from compiler.loader import load_generated
 from compiler.sources import discover
 from tests import roundtrip as rt
+from tests.test_deviations import calls, expect
 from tests.test_stream import merge, streamed
 
 INVENTED = ("muse_keyval", "pylist_raw_calls", "pyrepr_calls", "python_calls", "atat_section")
@@ -73,19 +74,6 @@ def read(module, text: str, **options) -> dict:
         fed, finished, abandoned = streamed(module, text, cuts, **options)
         assert merge(fed + finished, abandoned) == whole, list(cuts)
     return whole
-
-
-def calls(message: dict) -> list:
-    return [
-        (call["function"]["name"], json.loads(call["function"]["arguments"]))
-        for call in message["tool_calls"]
-    ]
-
-
-def expect(message: dict, content: str = "", reasoning=None, called=()) -> None:
-    assert message["content"] == content
-    assert message["reasoning_content"] == reasoning
-    assert calls(message) == list(called)
 
 
 WEATHER = ("get_weather", {"city": "Paris"})
