@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -429,12 +428,10 @@ def test_a_large_spec_loads_fast(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text(text, encoding="utf-8")
     assert 900_000 < path.stat().st_size < spec.MAX_SPEC_BYTES
-    start = time.perf_counter()
+    # Read by libyaml (what it costs is the bench's to measure, not a test's: a timed
+    # ratio failed on a loaded machine), and read right.
+    assert issubclass(spec.LOADER, yaml.CSafeLoader)
     assert load(path) == big
-    fast = time.perf_counter() - start
-    start = time.perf_counter()
-    yaml.load(text, Loader=spec._Loader)
-    assert fast < (time.perf_counter() - start) / 3
 
 
 # --- overrides -------------------------------------------------------------------------
