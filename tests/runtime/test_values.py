@@ -500,25 +500,16 @@ def test_a_python_string_with_an_unknown_escape_reads_the_same_whatever_the_warn
 
 
 def _outcome(scan, text, at, skip):
+    """What ``scan(text, at + skip)`` gives: its answer, or the name of what it raises."""
     try:
         return scan(text, at + skip)
-    except StopIteration:
-        return "StopIteration"
-    except ValueError:
-        return "ValueError"
-    except RecursionError:
-        return "RecursionError"
+    except (StopIteration, ValueError, RecursionError) as error:
+        kinds = (StopIteration, ValueError, RecursionError)
+        return next(kind.__name__ for kind in kinds if isinstance(error, kind))
 
 
 def _scanned_outcome(text, at, skip, scan):
-    try:
-        return V._scanned(scan, text, at, skip)
-    except StopIteration:
-        return "StopIteration"
-    except ValueError:
-        return "ValueError"
-    except RecursionError:
-        return "RecursionError"
+    return _outcome(lambda whole, start: V._scanned(scan, whole, start - skip, skip), text, at, skip)
 
 
 _jsonish = st.text(alphabet=st.sampled_from('{}[]":,0123456789.eE+-\\u abtrunlfsNIy\n'), max_size=60)
