@@ -78,6 +78,7 @@ ARG_KEY_END: str = "="
 ARG_SEPARATOR: str = ", "
 ARG_STRING_OPEN: str = "'"
 ARG_STRING_CLOSE: str = "'"
+ARG_STRING_QUOTES_ALSO: tuple[str, ...] = ('"',)
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = 'ws tool-key ws "=" tool-value'
 TOOL_UNIT_SEPARATOR: str = 'ws "," ws'
@@ -153,6 +154,7 @@ SPEC = {
             "string_open": "'",
             "string_close": "'",
             "containers": "python",
+            "string_quotes_also": ['"'],
         },
         "end_of_turn_after_calls": [],
     },
@@ -476,4 +478,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -15,6 +15,7 @@ from ..probe import probe
 from ..render import ChatTemplate
 from . import content as content_analysis
 from . import messages as messages_analysis
+from . import prose
 from . import reasoning as reasoning_analysis
 from . import tools as tools_analysis
 from .evidence import Evidence
@@ -47,6 +48,8 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         # Reasoning the template writes only in turns with calls.
         reasoning.mode = "tools_only"
         reasoning.start, reasoning.end = tools.reasoning_block
+    if reasoning.mode == "none":
+        _named_in_prompt(talk, reasoning, content, [*end_of_turn, *tools.preserved])
     tools_section = dict(tools.section)
     if tools_section["format"] != "none":
         tools_section["end_of_turn_after_calls"] = [
@@ -88,6 +91,22 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))
     return analysis
+
+
+def _named_in_prompt(talk, reasoning, content, markers: list[str]) -> None:
+    """Where no render shows a block, the tag pairs a switch's prompt text names
+    (``prose``): the first the reasoning's, a second the answer's wrapper."""
+    named = prose.named_pairs(talk, set(markers) | {content.start, content.end} - {None})
+    if named is None:
+        return
+    reasoning.mode = "tag"
+    reasoning.start, reasoning.end = named.reasoning
+    reasoning.evidence = [e for e in reasoning.evidence if not e.decision.startswith("reasoning.mode")]
+    reasoning.evidence.append(named.evidence[0])
+    if named.answer is not None and content.mode == "plain":
+        content.mode = "wrapped_with_reasoning"
+        content.start, content.end = named.answer
+        content.evidence.extend(named.evidence[1:])
 
 
 def _cut_ends(end_of_turn: list[str], after_calls: list[str]) -> list[str]:

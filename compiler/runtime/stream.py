@@ -38,6 +38,7 @@ from .format import (
     ARG_SEPARATOR,
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
+    ARG_STRING_QUOTES_ALSO,
     ARG_VALUE_START,
     ARG_VALUE_SUFFIX,
     ARGUMENTS_PATH,
@@ -127,6 +128,7 @@ from .values import (
     _load,
     _own_typed,
     _OwnEnd,
+    _python_string,
     _SchemaTypes,
     _typed,
     _ValueEnd,
@@ -1992,6 +1994,10 @@ class StreamParser:
                     value = text[
                         len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)
                     ]
+            elif text[:1] in ARG_STRING_QUOTES_ALSO:
+                # a string between another of Python's quotes (as _quoted_end reads it)
+                text = yield from self._quoted_to_end(text, stop)
+                value = _python_string(text)
             else:
                 value = _typed(text, kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))
