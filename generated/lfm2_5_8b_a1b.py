@@ -428,6 +428,7 @@ _LARK = {
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /\\s*\\]<\\|tool_call_end\\|>(?:\\s*<\\|im_end\\|>)*\\s*/\n"
         "ARG_STRING: /'(?s:.*)'/ & ~/'(?s:.*)'(?s:.+)/\n"
+        'ARG_STRING_ALSO: /"(?:[^"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*"/\n'
         "PY_STRING: /\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*'/\n"
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "PY_WORD: /true|false|null|True|False|None/\n"
@@ -437,7 +438,7 @@ _LARK = {
         "py_object: /\\{\\s*/ (py_member (/\\s*,\\s*/ py_member)*)? /\\s*\\}/\n"
         "py_array: /\\[\\s*/ (py_value (/\\s*,\\s*/ py_value)*)? /\\s*\\]/\n"
         "ARG_WORD: /[^\\x{0}- \"'-\\),;\\[\\]\\{\\}\\x{7f}]+/\n"
-        "arg_value: ARG_STRING | py_value | ARG_WORD\n"
+        "arg_value: (ARG_STRING | ARG_STRING_ALSO) | py_value | ARG_WORD\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
@@ -464,7 +465,7 @@ _LARK = {
     "enum-refuse": "'",
     "enum": "'%%TEXT%%'",
     "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*=/ arg_value\n",
-    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ ARG_STRING\n",
+    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ (ARG_STRING | ARG_STRING_ALSO)\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*=(?:%%VALUE%%)/\n",
     "name": "[^\\x{0}- \\(\\x{7f}]+",
 }

@@ -93,10 +93,16 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     return analysis
 
 
-def _named_in_prompt(talk, reasoning, content, markers: list[str]) -> None:
+def _named_in_prompt(
+    talk: Conversation,
+    reasoning: reasoning_analysis.ReasoningResult,
+    content: content_analysis.ContentResult,
+    markers: list[str],
+) -> None:
     """Where no render shows a block, the tag pairs a switch's prompt text names
     (``prose``): the first the reasoning's, a second the answer's wrapper."""
-    named = prose.named_pairs(talk, set(markers) | {content.start, content.end} - {None})
+    taken = {marker for marker in (*markers, content.start, content.end) if marker}
+    named = prose.named_pairs(talk, taken)
     if named is None:
         return
     reasoning.mode = "tag"
@@ -106,6 +112,7 @@ def _named_in_prompt(talk, reasoning, content, markers: list[str]) -> None:
     if named.answer is not None and content.mode == "plain":
         content.mode = "wrapped_with_reasoning"
         content.start, content.end = named.answer
+        content.evidence = [e for e in content.evidence if not e.decision.startswith("content.mode")]
         content.evidence.extend(named.evidence[1:])
 
 

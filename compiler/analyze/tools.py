@@ -618,7 +618,7 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
     if names_key:
         # The value's closing tag repeats the key (<key>value</key>).
         value_suffix = value_suffix.replace(samples.ARGUMENT, KEY_SLOT)
-    arguments: dict[str, str | bool | dict] = {
+    arguments: dict[str, str | bool | dict | list] = {
         "encoding": "tagged",
         "key_prefix": key_prefix,
         "key_end": key_suffix,
