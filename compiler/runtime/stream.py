@@ -756,7 +756,7 @@ class StreamParser:
             if closing:
                 end = pending.find(CONTENT_END)
                 if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    self._pending = pending[self._without_closer(pending, end, 0) :]
                     closing = False
                     continue
             if self._eof:
@@ -806,11 +806,15 @@ class StreamParser:
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
                 if end >= 0 and end + len(CONTENT_END) <= limit:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    sent = self._without_closer(pending, end, opener)
+                    self._pending = self._pending[sent:]
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
                         search = max(end, search - len(CONTENT_END))
+                    search = max(0, search - sent)
+                    if sent:
+                        opener = 0
                     continue
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
@@ -851,6 +855,20 @@ class StreamParser:
             self._run = None if opener or search or self._gap is not None else run
             yield
             self._run = None
+
+    def _without_closer(self, pending, end, opener):
+        """Take the content's closer at ``end`` out of ``pending`` (``_pending``), and
+        say how much of its start was sent: where the content before the closer ends
+        in an end-of-turn marker, that content (less ``opener``) is sent now. The
+        marker is text, since the closer follows it, and finish() would strip it as
+        the output's last were it left at the end of the pending text."""
+        before = pending[:end]
+        self._pending = before + pending[end + len(CONTENT_END) :]
+        if not _final_stop_apart(before)[1]:
+            return 0
+        kept = before.rstrip()
+        self._send("content", kept[opener:])
+        return len(kept)
 
     def _content_kept(self, pending, markers, closing):
         """How much of ``pending`` (content, or text after calls) can be sent: all
