@@ -1,8 +1,9 @@
 """Analysis: one template in, the body of its format spec out.
 
 Each analyzer compares chosen renders and returns its part; this module runs them in
-order (capabilities, reasoning, content) and assembles the spec body. No marker string
-of any model is written here or below: every marker comes out of a render.
+order (capabilities, reasoning, content, tool calls; where no render shows a reasoning
+block, the tag pairs a switch's prompt text names) and assembles the spec body. No marker
+string of any model is written here or below: every marker comes out of a render.
 """
 
 from __future__ import annotations
