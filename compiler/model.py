@@ -250,6 +250,9 @@ class Arguments:
     string_close: str = ""
     value_suffix_names_key: bool = False
     string_escapes: bool = False  # the template escapes a quote inside a string
+    # Python's other quotes a string value may be written between, where the values are
+    # Python literals: read as Python reads a string.
+    string_quotes_also: tuple[str, ...] = ()
     syntax: ValueSyntax | None = None  # values in the template's own syntax
     # How the template writes some characters of a key / a string value: character
     # -> as written (an attribute's &amp;, &quot;).
@@ -887,6 +890,22 @@ def _check_written_values(arguments: Arguments, where: _Where) -> None:
         raise where.fail(
             "tools.arguments.value_escapes", "strings between marks are decoded as literals"
         )
+    if arguments.string_quotes_also:
+        # Read where the value's own text says where it ends, as Python's strings.
+        if not arguments.units or arguments.suffixed or arguments.syntax is not None:
+            raise where.fail(
+                "tools.arguments.string_quotes_also",
+                "read only in key/value arguments with nothing after a value to end it "
+                "and no value syntax of the template's own",
+            )
+        if arguments.literal != "python":
+            raise where.fail(
+                "tools.arguments.string_quotes_also", "Python's quotes: literal must be python"
+            )
+        if arguments.string_open in arguments.string_quotes_also:
+            raise where.fail(
+                "tools.arguments.string_quotes_also", "the template's own quote is string_open"
+            )
 
 
 def _check_key_also(call: JsonCall, where: _Where) -> None:
@@ -987,6 +1006,7 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             string_close=found.get("string_close") or "",
             value_suffix_names_key=bool(found.get("value_suffix_names_key")),
             string_escapes=bool(found.get("string_escapes")),
+            string_quotes_also=tuple(found.get("string_quotes_also") or ()),
             syntax=_syntax(found.get("syntax"), where),
             key_escapes=_escapes(found.get("key_escapes"), "tools.arguments.key_escapes", where),
             value_escapes=_escapes(

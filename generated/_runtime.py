@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 2).
+"""The runtime every format module in this folder runs on (runtime interface 3).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -34,7 +34,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 2
+INTERFACE = 3
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -233,6 +233,9 @@ SUFFIXED_VALUES: bool = _given("SUFFIXED_VALUES", False)
 VALUE_SUFFIX_NAMES_KEY: bool = _given("VALUE_SUFFIX_NAMES_KEY", False)
 RAW_STRINGS: bool = _given("RAW_STRINGS", False)
 QUOTED_STRINGS: bool = _given("QUOTED_STRINGS", False)
+# Python's other quotes, where the values are Python literals: a string value between
+# one of them is read as Python reads a string (escapes skipped to find its end).
+ARG_STRING_QUOTES_ALSO: tuple[str, ...] = _given("ARG_STRING_QUOTES_ALSO", ())
 # Values in a syntax the template's own macro writes (tools.arguments.syntax): strings
 # between ARG_STRING_OPEN and ARG_STRING_CLOSE, objects, arrays and words as these.
 OWN_VALUES: bool = _given("OWN_VALUES", False)
@@ -1212,6 +1215,17 @@ def _load(text, literal):
     except (SyntaxError, MemoryError, RecursionError, TypeError, ValueError) as error:
         raise ValueError(str(error)) from None
     return value
+
+
+def _python_string(text):
+    """The string written as ``text``, between one of Python's quotes: as Python
+    reads it, or where Python reads none (a line break inside, a quote of its own
+    left unescaped) the text between the quotes as it stands."""
+    try:
+        value = _load(text, "python")
+    except ValueError:
+        value = None
+    return value if isinstance(value, str) else text[1:-1]
 
 
 class _SetsAsLists(ast.NodeTransformer):
@@ -2588,6 +2602,13 @@ def _read_arguments(text, at, types, stop):
                 values[key] = raw[
                     len(ARG_STRING_OPEN) : len(raw) - len(ARG_STRING_CLOSE)
                 ]
+        elif ARG_STRING_QUOTES_ALSO and text[at : at + 1] in ARG_STRING_QUOTES_ALSO:
+            # a string between another of Python's quotes, read as Python reads one
+            end = _quoted_end(text, at, stop)
+            if end < 0:
+                return None
+            values[key] = _python_string(text[at:end])
+            at = end
         elif OWN_VALUES:
             # a value in the template's own syntax
             end = _OwnEnd().scan(text, at)
@@ -3787,7 +3808,7 @@ class StreamParser:
             if closing:
                 end = pending.find(CONTENT_END)
                 if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    self._pending = pending[self._without_closer(pending, end, 0) :]
                     closing = False
                     continue
             if self._eof:
@@ -3837,11 +3858,15 @@ class StreamParser:
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
                 if end >= 0 and end + len(CONTENT_END) <= limit:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    sent = self._without_closer(pending, end, opener)
+                    self._pending = self._pending[sent:]
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
                         search = max(end, search - len(CONTENT_END))
+                    search = max(0, search - sent)
+                    if sent:
+                        opener = 0
                     continue
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
@@ -3882,6 +3907,20 @@ class StreamParser:
             self._run = None if opener or search or self._gap is not None else run
             yield
             self._run = None
+
+    def _without_closer(self, pending, end, opener):
+        """Take the content's closer at ``end`` out of ``pending`` (``_pending``), and
+        say how much of its start was sent: where the content before the closer ends
+        in an end-of-turn marker, that content (less ``opener``) is sent now. The
+        marker is text, since the closer follows it, and finish() would strip it as
+        the output's last were it left at the end of the pending text."""
+        before = pending[:end]
+        self._pending = before + pending[end + len(CONTENT_END) :]
+        if not _final_stop_apart(before)[1]:
+            return 0
+        kept = before.rstrip()
+        self._send("content", kept[opener:])
+        return len(kept)
 
     def _content_kept(self, pending, markers, closing):
         """How much of ``pending`` (content, or text after calls) can be sent: all
@@ -5025,6 +5064,10 @@ class StreamParser:
                     value = text[
                         len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)
                     ]
+            elif text[:1] in ARG_STRING_QUOTES_ALSO:
+                # a string between another of Python's quotes (as _quoted_end reads it)
+                text = yield from self._quoted_to_end(text, stop)
+                value = _python_string(text)
             else:
                 value = _typed(text, kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))

@@ -511,4 +511,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -78,6 +78,7 @@ ARG_KEY_END: str = "="
 ARG_SEPARATOR: str = ", "
 ARG_STRING_OPEN: str = "'"
 ARG_STRING_CLOSE: str = "'"
+ARG_STRING_QUOTES_ALSO: tuple[str, ...] = ('"',)
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = 'ws tool-key ws "=" tool-value'
 TOOL_UNIT_SEPARATOR: str = 'ws "," ws'
@@ -153,6 +154,7 @@ SPEC = {
             "string_open": "'",
             "string_close": "'",
             "containers": "python",
+            "string_quotes_also": ['"'],
         },
         "end_of_turn_after_calls": [],
     },
@@ -426,6 +428,7 @@ _LARK = {
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /\\s*\\]<\\|tool_call_end\\|>(?:\\s*<\\|im_end\\|>)*\\s*/\n"
         "ARG_STRING: /'(?s:.*)'/ & ~/'(?s:.*)'(?s:.+)/\n"
+        'ARG_STRING_ALSO: /"(?:[^"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*"/\n'
         "PY_STRING: /\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*'/\n"
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "PY_WORD: /true|false|null|True|False|None/\n"
@@ -435,7 +438,7 @@ _LARK = {
         "py_object: /\\{\\s*/ (py_member (/\\s*,\\s*/ py_member)*)? /\\s*\\}/\n"
         "py_array: /\\[\\s*/ (py_value (/\\s*,\\s*/ py_value)*)? /\\s*\\]/\n"
         "ARG_WORD: /[^\\x{0}- \"'-\\),;\\[\\]\\{\\}\\x{7f}]+/\n"
-        "arg_value: ARG_STRING | py_value | ARG_WORD\n"
+        "arg_value: (ARG_STRING | ARG_STRING_ALSO) | py_value | ARG_WORD\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
@@ -462,7 +465,7 @@ _LARK = {
     "enum-refuse": "'",
     "enum": "'%%TEXT%%'",
     "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*=/ arg_value\n",
-    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ ARG_STRING\n",
+    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ (ARG_STRING | ARG_STRING_ALSO)\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*=(?:%%VALUE%%)/\n",
     "name": "[^\\x{0}- \\(\\x{7f}]+",
 }
@@ -476,4 +479,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

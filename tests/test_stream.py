@@ -331,6 +331,30 @@ def test_deep_nesting_never_raises(slug):
         assert kept.count("[") >= depth
 
 
+def _closed_content_slugs():
+    return [slug for slug in rt.slugs() if rt.module(slug).SPEC["content"].get("end")]
+
+
+@pytest.mark.parametrize("slug", _closed_content_slugs())
+def test_an_end_of_turn_marker_before_the_content_s_closer_is_text(slug):
+    """``<response>x<|end_of_text|></response>``: the end-of-turn marker is not the
+    output's last (the closer follows it), so parse keeps it; the stream, which takes
+    the closer out as it reads, kept it too only once the closer was (found by
+    tests/test_fuzz.py on Granite 3.3's wrapped answer; Command R7B's too)."""
+    module = rt.module(slug)
+    content = module.SPEC["content"]
+    for stop in module.STOP:
+        for text in (
+            content["start"] + "x" + stop + content["end"],
+            content["start"] + " x " + stop + " " + content["end"] + " y" + stop,
+        ):
+            whole = module.parse(text, enable_thinking=False)
+            assert stop in (whole["content"] or ""), text
+            for name, cuts in chunkings(text, text):
+                fed, finished = stream(module, text, cuts, enable_thinking=False)
+                assert merge(fed + finished) == whole, (name, text)
+
+
 @pytest.mark.parametrize("slug", rt.slugs())
 def test_a_run_of_whitespace_is_not_held_in_pending_text(slug):
     """Wherever a long run of whitespace arrives, the pending text the reader looks

@@ -1,8 +1,9 @@
 """Analysis: one template in, the body of its format spec out.
 
 Each analyzer compares chosen renders and returns its part; this module runs them in
-order (capabilities, reasoning, content) and assembles the spec body. No marker string
-of any model is written here or below: every marker comes out of a render.
+order (capabilities, reasoning, content, tool calls; where no render shows a reasoning
+block, the tag pairs a switch's prompt text names) and assembles the spec body. No marker
+string of any model is written here or below: every marker comes out of a render.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..probe import probe
 from ..render import ChatTemplate
 from . import content as content_analysis
 from . import messages as messages_analysis
+from . import prose
 from . import reasoning as reasoning_analysis
 from . import tools as tools_analysis
 from .evidence import Evidence
@@ -47,6 +49,8 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         # Reasoning the template writes only in turns with calls.
         reasoning.mode = "tools_only"
         reasoning.start, reasoning.end = tools.reasoning_block
+    if reasoning.mode == "none":
+        _named_in_prompt(talk, reasoning, content, [*end_of_turn, *tools.preserved])
     tools_section = dict(tools.section)
     if tools_section["format"] != "none":
         tools_section["end_of_turn_after_calls"] = [
@@ -88,6 +92,29 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))
     return analysis
+
+
+def _named_in_prompt(
+    talk: Conversation,
+    reasoning: reasoning_analysis.ReasoningResult,
+    content: content_analysis.ContentResult,
+    markers: list[str],
+) -> None:
+    """Where no render shows a block, the tag pairs a switch's prompt text names
+    (``prose``): the first the reasoning's, a second the answer's wrapper."""
+    taken = {marker for marker in (*markers, content.start, content.end) if marker}
+    named = prose.named_pairs(talk, taken)
+    if named is None:
+        return
+    reasoning.mode = "tag"
+    reasoning.start, reasoning.end = named.reasoning
+    reasoning.evidence = [e for e in reasoning.evidence if not e.decision.startswith("reasoning.mode")]
+    reasoning.evidence.append(named.evidence[0])
+    if named.answer is not None and content.mode == "plain":
+        content.mode = "wrapped_with_reasoning"
+        content.start, content.end = named.answer
+        content.evidence = [e for e in content.evidence if not e.decision.startswith("content.mode")]
+        content.evidence.extend(named.evidence[1:])
 
 
 def _cut_ends(end_of_turn: list[str], after_calls: list[str]) -> list[str]:

@@ -18,7 +18,9 @@ spec is a slice of a render.
 
 from __future__ import annotations
 
+import ast
 import itertools
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -37,6 +39,21 @@ WIDE = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: samples.AR
 NUMBER = 7531
 TYPED = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: NUMBER}
 FLAG = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: True}
+# Calls whose arguments hold a string, a null, the booleans, a number and a nested
+# object: how the template writes each (``_python_keywords``).
+KEYWORD_PROBES = (
+    {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: None},
+    {samples.ARGUMENT: False, samples.ARGUMENT_2: True},
+    {
+        samples.ARGUMENT: samples.ARGUMENT_VALUE,
+        samples.ARGUMENT_2: {
+            samples.ARGUMENT: [None, True, False, NUMBER],
+            samples.ARGUMENT_2: samples.ARGUMENT_VALUE_2,
+        },
+    },
+)
+# The quotes a Python string may be written between.
+PYTHON_QUOTES = ("'", '"')
 # Stands for the argument's key in a value suffix that repeats it.
 KEY_SLOT = "{key}"
 
@@ -601,7 +618,7 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
     if names_key:
         # The value's closing tag repeats the key (<key>value</key>).
         value_suffix = value_suffix.replace(samples.ARGUMENT, KEY_SLOT)
-    arguments: dict[str, str | bool | dict] = {
+    arguments: dict[str, str | bool | dict | list] = {
         "encoding": "tagged",
         "key_prefix": key_prefix,
         "key_end": key_suffix,
@@ -636,11 +653,25 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
         if not arguments["key_end"]:
             raise NotUnderstood("nothing ends an argument's key")
     flag = _second_value_text(renders, FLAG, where, unit, one_block, found, key_prefix)
-    if flag is not None and flag[2].strip() == "True":
+    keywords = None
+    if flag is None or flag[2].strip() != "True":
+        keywords = _python_keywords(renders, where, unit, one_block, found)
+    if (flag is not None and flag[2].strip() == "True") or keywords is not None:
         arguments["literal"] = "python"
         containers = _containers(renders, where, unit, one_block, found, key_prefix)
         if containers is not None:
             arguments["containers"] = containers
+    if keywords is not None:
+        result.evidence.append(
+            Evidence(
+                "tools.arguments.literal = 'python'",
+                "the template writes the arguments as Python's keyword arguments "
+                "(key=value, ...), its values in JSON's spelling: a model writes Python's "
+                "values there (True, None, a string in either quote), and JSON's are read too",
+                Render("assistant turn, one call with a null, booleans and a nested object",
+                       keywords),
+            )
+        )
     if _string_escapes(renders, where, unit, one_block, found, key_prefix, arguments):
         arguments["string_escapes"] = True
     syntax = _value_syntax(renders, where, unit, one_block, found, key_prefix, arguments)
@@ -655,6 +686,17 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
                 "the template writes a null, booleans, an array and an object (nested ones too)"
                 " in a syntax of its own, neither JSON nor Python",
                 Render("assistant turn, one call with two arguments", one),
+            )
+        )
+    quotes = _other_quotes(arguments)
+    if quotes and syntax is None:
+        arguments["string_quotes_also"] = quotes
+        result.evidence.append(
+            Evidence(
+                f"tools.arguments.string_quotes_also = {quotes!r}",
+                f"the template writes Python values, a string between {arguments['string_open']!r}: "
+                "Python writes a string between either quote, and so does a model",
+                Render("assistant turn, one call with one argument", one),
             )
         )
     arguments.update(_written_text(renders, where, unit, one_block, found, key_prefix, arguments, result))
@@ -675,6 +717,67 @@ def _second_value_text(renders, arguments, where, unit, one_block, found, key_pr
             after = rest[at + len(written) :].replace(samples.ARGUMENT_2, KEY_SLOT)
             return rest[:at], after, written
     return None
+
+
+def _python_keywords(renders, where, unit, one_block, found) -> str | None:
+    """The render of a call whose arguments the template writes as Python's keyword
+    arguments (``key=value, ...``), each value reading back as itself in JSON's or
+    Python's spelling, for every call of ``KEYWORD_PROBES``; None where one is
+    written otherwise (or refused)."""
+    shown = None
+    for arguments in KEYWORD_PROBES:
+        call = _call_text(renders, arguments, where, unit, one_block)
+        if call is None or not (call.startswith(found.head) and call.endswith(found.tail)):
+            return None
+        region = call[len(found.head) : len(call) - len(found.tail)]
+        if not _keyword_arguments(region, arguments):
+            return None
+        shown = shown or renders.turn(renders.call(arguments=arguments))
+    return shown
+
+
+def _keyword_arguments(region: str, arguments: dict) -> bool:
+    """Whether ``region`` is Python's keyword arguments that spell ``arguments`` (the
+    text is only parsed, never run)."""
+    source = "_(" + region + ")"
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    call = tree.body
+    if not isinstance(call, ast.Call) or call.args or len(call.keywords) != len(arguments):
+        return False
+    for keyword in call.keywords:
+        if keyword.arg not in arguments:
+            return False
+        read = literal.read(ast.get_source_segment(source, keyword.value) or "")
+        if read is None or not _same_value(read[0], arguments[keyword.arg]):
+            return False
+    return True
+
+
+def _same_value(found: object, wanted: object) -> bool:
+    """Whether a value read off a render is ``wanted``, compared as JSON (where True
+    is no 1)."""
+    try:
+        return json.dumps(found, sort_keys=True) == json.dumps(wanted, sort_keys=True)
+    except (TypeError, ValueError):
+        return False  # no JSON value (a set, bytes)
+
+
+def _other_quotes(arguments: dict) -> list[str]:
+    """Python's other quote, where the template writes Python values and a string
+    between one of Python's quotes, with nothing after a value to end it."""
+    opening = arguments.get("string_open", "")
+    if (
+        arguments["literal"] != "python"
+        or opening not in PYTHON_QUOTES
+        or arguments.get("string_close") != opening
+        or arguments["value_start"]
+        or str(arguments["value_suffix"]).strip()
+    ):
+        return []
+    return [quote for quote in PYTHON_QUOTES if quote != opening]
 
 
 def _containers(renders, where, unit, one_block, found, key_prefix) -> str | None:

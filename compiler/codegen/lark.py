@@ -49,6 +49,13 @@ JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
 PY_STRING = (
     r'"(?:[^"\\\x00-\x1f]|\\[^\x00-\x1f])*"' + "|" + r"'(?:[^'\\\x00-\x1f]|\\[^\x00-\x1f])*'"
 )
+
+
+def _quoted(quote: str) -> str:
+    """A string between ``quote`` (one of Python's) with backslash escapes."""
+    return quote + r"(?:[^" + quote + r"\\\x00-\x1f]|\\[^\x00-\x1f])*" + quote
+
+
 # What ends a bare word (a value written without quotes): as in the reader.
 _NOT_IN_WORDS = "".join(map(chr, range(0x21))) + "\x7f,;(){}[]\"'"
 # What a word or number of a value syntax of the template's own is not made of.
@@ -410,6 +417,11 @@ class _Lark:
                 self.out["enum-refuse"] = arguments.string_close
             self.out["enum"] = opening + "%%TEXT%%" + close
             string_rule = "ARG_STRING"
+            if arguments.string_quotes_also:
+                # Python's other quotes, escapes and all (as the reader takes them).
+                strings = [_quoted(quote) for quote in arguments.string_quotes_also]
+                self.add("ARG_STRING_ALSO", f"/{'|'.join(strings)}/")
+                string_rule = "(ARG_STRING | ARG_STRING_ALSO)"
         else:
             string_rule = "PY_STRING" if literal == "python" else "JSON_STRING"
             self.out["enum"] = rx('"') + "%%TEXT%%" + rx('"')

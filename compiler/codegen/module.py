@@ -192,6 +192,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
             VALUE_SUFFIX_NAMES_KEY=arguments.value_suffix_names_key,
             RAW_STRINGS=arguments.raw_strings,
             QUOTED_STRINGS=arguments.quoted_strings,
+            ARG_STRING_QUOTES_ALSO=arguments.string_quotes_also,
         )
         syntax = arguments.syntax
         if syntax is not None:

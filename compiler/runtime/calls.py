@@ -16,6 +16,7 @@ from .format import (
     ARG_STRING_ATTRIBUTE,
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
+    ARG_STRING_QUOTES_ALSO,
     ARG_VALUE_START,
     ARG_VALUE_SUFFIX,
     ARGUMENTS_PATH,
@@ -87,6 +88,7 @@ from .values import (
     _load,
     _own_typed,
     _OwnEnd,
+    _python_string,
     _read_members,
     _read_object,
     _typed,
@@ -536,6 +538,13 @@ def _read_arguments(text, at, types, stop):
                 values[key] = raw[
                     len(ARG_STRING_OPEN) : len(raw) - len(ARG_STRING_CLOSE)
                 ]
+        elif ARG_STRING_QUOTES_ALSO and text[at : at + 1] in ARG_STRING_QUOTES_ALSO:
+            # a string between another of Python's quotes, read as Python reads one
+            end = _quoted_end(text, at, stop)
+            if end < 0:
+                return None
+            values[key] = _python_string(text[at:end])
+            at = end
         elif OWN_VALUES:
             # a value in the template's own syntax
             end = _OwnEnd().scan(text, at)

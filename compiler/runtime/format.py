@@ -162,6 +162,9 @@ SUFFIXED_VALUES: bool = _given("SUFFIXED_VALUES", False)
 VALUE_SUFFIX_NAMES_KEY: bool = _given("VALUE_SUFFIX_NAMES_KEY", False)
 RAW_STRINGS: bool = _given("RAW_STRINGS", False)
 QUOTED_STRINGS: bool = _given("QUOTED_STRINGS", False)
+# Python's other quotes, where the values are Python literals: a string value between
+# one of them is read as Python reads a string (escapes skipped to find its end).
+ARG_STRING_QUOTES_ALSO: tuple[str, ...] = _given("ARG_STRING_QUOTES_ALSO", ())
 # Values in a syntax the template's own macro writes (tools.arguments.syntax): strings
 # between ARG_STRING_OPEN and ARG_STRING_CLOSE, objects, arrays and words as these.
 OWN_VALUES: bool = _given("OWN_VALUES", False)

@@ -38,6 +38,7 @@ from .format import (
     ARG_SEPARATOR,
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
+    ARG_STRING_QUOTES_ALSO,
     ARG_VALUE_START,
     ARG_VALUE_SUFFIX,
     ARGUMENTS_PATH,
@@ -127,6 +128,7 @@ from .values import (
     _load,
     _own_typed,
     _OwnEnd,
+    _python_string,
     _SchemaTypes,
     _typed,
     _ValueEnd,
@@ -754,7 +756,7 @@ class StreamParser:
             if closing:
                 end = pending.find(CONTENT_END)
                 if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    self._pending = pending[self._without_closer(pending, end, 0) :]
                     closing = False
                     continue
             if self._eof:
@@ -804,11 +806,15 @@ class StreamParser:
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
                 if end >= 0 and end + len(CONTENT_END) <= limit:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    sent = self._without_closer(pending, end, opener)
+                    self._pending = self._pending[sent:]
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
                         search = max(end, search - len(CONTENT_END))
+                    search = max(0, search - sent)
+                    if sent:
+                        opener = 0
                     continue
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
@@ -849,6 +855,20 @@ class StreamParser:
             self._run = None if opener or search or self._gap is not None else run
             yield
             self._run = None
+
+    def _without_closer(self, pending, end, opener):
+        """Take the content's closer at ``end`` out of ``pending`` (``_pending``), and
+        say how much of its start was sent: where the content before the closer ends
+        in an end-of-turn marker, that content (less ``opener``) is sent now. The
+        marker is text, since the closer follows it, and finish() would strip it as
+        the output's last were it left at the end of the pending text."""
+        before = pending[:end]
+        self._pending = before + pending[end + len(CONTENT_END) :]
+        if not _final_stop_apart(before)[1]:
+            return 0
+        kept = before.rstrip()
+        self._send("content", kept[opener:])
+        return len(kept)
 
     def _content_kept(self, pending, markers, closing):
         """How much of ``pending`` (content, or text after calls) can be sent: all
@@ -1992,6 +2012,10 @@ class StreamParser:
                     value = text[
                         len(ARG_STRING_OPEN) : len(text) - len(ARG_STRING_CLOSE)
                     ]
+            elif text[:1] in ARG_STRING_QUOTES_ALSO:
+                # a string between another of Python's quotes (as _quoted_end reads it)
+                text = yield from self._quoted_to_end(text, stop)
+                value = _python_string(text)
             else:
                 value = _typed(text, kind, LITERAL)
         self._arguments_text(index, json.dumps(value, ensure_ascii=False))

@@ -175,6 +175,17 @@ def _load(text, literal):
     return value
 
 
+def _python_string(text):
+    """The string written as ``text``, between one of Python's quotes: as Python
+    reads it, or where Python reads none (a line break inside, a quote of its own
+    left unescaped) the text between the quotes as it stands."""
+    try:
+        value = _load(text, "python")
+    except ValueError:
+        value = None
+    return value if isinstance(value, str) else text[1:-1]
+
+
 class _SetsAsLists(ast.NodeTransformer):
     """A Python set display as a list of its items in the order written: JSON has
     no set, and an array is what it stands for (``{'a', 'b'}`` is ``["a", "b"]``).

@@ -349,6 +349,37 @@ def decode_pylist(text, thinking):
     return None, rest, calls
 
 
+def decode_keyword(text, thinking):
+    # A string is written as it is between single quotes, other values as JSON: a unit
+    # ends where the next key of the tool's own starts (no test value holds ", key=").
+    def build(m):
+        out = []
+        for found in re.finditer(r"(\w+)\((.*?)\)(?=\n\w+\(|$)", m[1], re.S):
+            name, body = found[1], found[2]
+            keys = "|".join(map(re.escape, TYPES[name]))
+            starts = list(re.finditer(rf"(?:^|, )({keys})=", body))
+            args = {}
+            for index, start in enumerate(starts):
+                end = starts[index + 1].start() if index + 1 < len(starts) else len(body)
+                value = body[start.end():end]
+                if TYPES[name][start[1]] == "string":
+                    assert value[0] == value[-1] == "'", value
+                    args[start[1]] = value[1:-1]
+                else:
+                    args[start[1]] = json.loads(value)
+            out.append((None, name, args))
+        return out
+    rest, calls = _cut(r"<\|calls\|>\n(.*?)\n<\|/calls\|>", text, build)
+    return None, rest, calls
+
+
+def decode_stated(text, thinking):
+    # the template writes back no reasoning, and the content as it is
+    rest, calls = _cut(r"<fn_call>(.*?)</fn_call>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
 def decode_deliberate(text, thinking):
     # rendered without its own switch (deliberate), the template drops the reasoning
     rest, calls = _cut(r"<tool_request>(.*?)</tool_request>", text, lambda m: [
@@ -424,6 +455,8 @@ FORMATS = {
     "muse_keyval": Format("<|stop_turn|>", decode_muse, reasoning=True, string_arguments=False),
     "pylist_raw_calls": Format("<|end_of_turn|>", decode_pylist, string_arguments=False),
     "deliberate_switch": Format("<|close|>", decode_deliberate),
+    "keyword_calls": Format("<|said_end|>", decode_keyword, string_arguments=False),
+    "stated_tags": Format("<|turn_over|>", decode_stated),
     "tool_label": Format("<|reply_end|>", decode_tool_label),
     "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
                              message_end="<|stop|>"),
