@@ -1356,24 +1356,35 @@ def _limited_memory() -> None:  # in the child, before it runs: 2 GiB of address
         (["parse", QWEN_SPEC_IN_REPO, "--tools", "/dev/zero"], None, "/dev/zero"),
         (["export", "gbnf", QWEN_SPEC_IN_REPO, "--tools", "/dev/zero"], None, "/dev/zero"),
         (["parse", QWEN_SPEC_IN_REPO], "/dev/zero", "standard input"),
+        (["analyze", "zero.jinja"], None, "zero.jinja"),
+        (["analyze", "model"], None, "model/chat_template.jinja"),
+        (["build", "--source", "model", "--specs", "s", "--generated", "g"], None, "model/"),
     ],
-    ids=["parse --tools", "export --tools", "parse stdin"],
+    ids=["parse --tools", "export --tools", "parse stdin", "a template", "a model", "build"],
 )
-def test_an_endless_input_is_read_within_a_bound(argv, stdin, what):
+def test_an_endless_input_is_read_within_a_bound(tmp_path, argv, stdin, what):
     """An input without end is refused once it passes the bound (read unbounded, it
-    would fill the memory: the child has 2 GiB of address space to find out in)."""
+    would fill the memory: the child has 2 GiB of address space to find out in). A
+    model directory takes regular files only: its template is a file of 64 MiB (sparse:
+    no disk)."""
+    os.symlink("/dev/zero", tmp_path / "zero.jinja")
+    (tmp_path / "model").mkdir()
+    with open(tmp_path / "model" / "chat_template.jinja", "wb") as handle:
+        handle.truncate(64 << 20)
     with open(stdin or os.devnull, "rb") as source:
         result = subprocess.run(
             [sys.executable, "-m", "compiler", *argv],
             stdin=source,
             capture_output=True,
             text=True,
+            cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": ROOT},
             preexec_fn=_limited_memory,
             timeout=600,  # a guard against a hang, not a measure
         )
-    assert (result.returncode, result.stdout) == (2, "")
-    assert_one_line_error(result.stderr, what, "larger than")
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and what in errors[0] and "larger than" in errors[0], result.stderr
 
 
 @pytest.mark.parametrize(
@@ -1403,6 +1414,14 @@ def test_a_folder_flag_that_names_a_file_is_bad_input(
     assert (code, out) == (2, "")
     assert_one_line_error(err, f"{flag} afile is a file, not a folder")
     assert files_under(tmp_path) == before
+
+
+def test_a_folder_the_build_cannot_make_is_bad_input(tmp_path):
+    from compiler.build import BuildError, build
+
+    write(tmp_path / "afile", OLD)
+    with pytest.raises(BuildError, match="cannot make the folder .*afile/specs: Not a directory"):
+        build([], str(tmp_path / "afile" / "specs"), str(tmp_path / "generated"))
 
 
 @pytest.mark.parametrize(
