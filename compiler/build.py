@@ -419,7 +419,9 @@ def build(
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as error:  # a file of that name, no permission
-            raise BuildError(f"cannot make the folder {folder}: {error.strerror or error}")
+            raise BuildError(
+                f"cannot make the folder {folder}: {error.strerror or error}"
+            ) from None
     arguments = (specs_dir, generated_dir, time_budget, keep_going)
     jobs = jobs if keep_going else 1  # an error to raise is raised where it happens
     outcomes = _outcomes(sources, jobs, *arguments)
