@@ -18,6 +18,7 @@ import shlex
 import stat
 import sys
 import tempfile
+from collections.abc import Sequence
 
 from . import __version__, spec as specs
 from .loader import load_generated, load_spec
@@ -78,7 +79,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     # --debug is accepted before or after the subcommand; SUPPRESS keeps a subcommand
     # that was not given it from resetting the top-level flag (so it may be absent).
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = _ArgumentParser(add_help=False)
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
     )
@@ -411,7 +412,7 @@ def _folders(args, *flags: str) -> None:
             raise UsageError(f"{flag} {path} is a file, not a folder")
 
 
-def _check_output(path: str, inputs: list[str | None]) -> None:
+def _check_output(path: str, inputs: Sequence[str | None]) -> None:
     """UsageError where ``-o`` names a file the command reads, by any path to it (a
     link, another spelling): writing it would replace the input. Checked before the
     work, which may take seconds."""

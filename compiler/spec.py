@@ -354,13 +354,18 @@ _STR_TAG = "tag:yaml.org,2002:str"
 # and which the generated module's SPEC could not write back. A spec keeps it as the
 # text written, as YAML 1.2 reads it: the renders are given that string, and the module
 # holds it.
-_UniqueKeys.add_constructor(
-    "tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str
-)
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+def _as_written(loader: Any, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
 
 
 class _Loader(_UniqueKeys, yaml.SafeLoader):
     """The pure-Python safe loader, rejecting duplicate keys."""
+
+
+_Loader.add_constructor(_TIMESTAMP_TAG, _as_written)
 
 
 LOADER: type = _Loader
@@ -372,6 +377,8 @@ if yaml.__with_libyaml__:
 
     class _CLoader(_UniqueKeys, yaml.CSafeLoader):
         """libyaml's safe loader, rejecting duplicate keys."""
+
+    _CLoader.add_constructor(_TIMESTAMP_TAG, _as_written)
 
     LOADER = _CLoader
 
