@@ -438,19 +438,19 @@ def _write(path: str, text: str) -> None:
     The file keeps its mode; through a symlink, the file it names is replaced; a file
     that is no regular file (a device, a pipe) is written to as it is."""
     data = text.encode("utf-8")  # before anything is touched
-    target = os.path.realpath(path)
     try:
         try:
-            mode: int | None = os.stat(target).st_mode
+            mode: int | None = os.stat(path).st_mode  # through a symlink
         except FileNotFoundError:
             mode = None
         if mode is not None and stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory")
-        if mode is not None and not stat.S_ISREG(mode):
-            with open(target, "wb") as handle:
+        if mode is not None and not stat.S_ISREG(mode):  # /dev/null, /dev/stdout, a pipe
+            with open(path, "wb") as handle:
                 handle.write(data)
             return
-        _replace(target, data, None if mode is None else stat.S_IMODE(mode))
+        mode = None if mode is None else stat.S_IMODE(mode)
+        _replace(os.path.realpath(path), data, mode)
     except OSError as error:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
 

@@ -1267,6 +1267,19 @@ def test_o_through_a_symlink_replaces_the_file_it_names(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path / "real")) == ["qwen.gbnf"]
 
 
+def test_o_that_is_no_regular_file_is_written_to(tmp_path, capsys):
+    """A device or a pipe has nothing to replace: it is written to, and stays."""
+    code, _, err = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "-o", os.devnull)
+    assert code == 0, err
+    assert not os.path.isfile(os.devnull)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    code, grammar, _ = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO)
+    assert run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "-o", str(fifo))[0] == 0
+    assert reader.communicate(timeout=60)[0].decode("utf-8") == grammar
+
+
 # A tools list whose property name is a lone surrogate (JSON's "\ud800" escape): no
 # Unicode text can hold it, so no grammar or output file can either.
 LONE_SURROGATE_TOOLS = json.dumps(
