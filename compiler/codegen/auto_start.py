@@ -278,7 +278,8 @@ def resolve(
     fresh analysis (cached). One line of ``log`` says which, and how to review it."""
     # The compiler runs in a folder of the cache: paths it is given must not be the
     # server's relative ones.
-    cache, specs = os.path.abspath(cache), specs and os.path.abspath(specs)
+    cache, specs = os.path.abspath(cache), os.path.abspath(specs) if specs else None
+    python = interpreter(python)
     os.makedirs(cache, exist_ok=True)
     installed, reviewed = ask_compiler(python, sha256(template.text), specs, cache)
     if reviewed is not None:
@@ -568,7 +569,7 @@ def start(
                 _template(server),
                 specs=os.environ.get("CHATFMT_SPECS") or specs,
                 cache=os.environ.get("CHATFMT_CACHE") or cache or default_cache(),
-                python=interpreter(os.environ.get("CHATFMT_PYTHON") or sys.executable),
+                python=os.environ.get("CHATFMT_PYTHON") or sys.executable,
                 log=log,
             )
             path, spec = resolved.module, resolved.spec
