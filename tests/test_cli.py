@@ -1500,3 +1500,17 @@ def test_a_yaml_value_json_cannot_hold_is_refused_with_its_path(
     assert (code, stdout) == (2, "")
     assert_one_line_error(err, f"{spec}: render_inputs.variables.today", fragment)
     assert not out.exists()
+
+
+def test_a_manifest_value_json_cannot_hold_is_refused_with_its_path(tmp_path, capsys):
+    """Python's json reads NaN; the spec the analysis would write could not hold it."""
+    text = corpus_text(QWEN)
+    path = write(tmp_path / QWEN, text)
+    entry = {"sha256": hashlib.sha256(text.encode()).hexdigest(), "inputs": {"variables": {}}}
+    corpus = {"package": "p", "version": "0", "sha256": "0" * 64, "member_dir": "t"}
+    manifest = json.dumps({"corpus": corpus, "templates": {QWEN: entry}})
+    manifest = manifest.replace('"variables": {}', '"variables": {"x": NaN}')
+    write(tmp_path / "manifest.json", manifest)
+    code, out, err = run(capsys, "analyze", path)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "render_inputs.variables.x: nan is no JSON number")
