@@ -10,15 +10,19 @@ Errors are one line on stderr; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import shlex
+import stat
 import sys
+import tempfile
+from collections.abc import Sequence
 
 from . import __version__, spec as specs
 from .loader import load_generated, load_spec
-from .sources import SourceError, discover, fetch_corpus, one_source, slugify
+from .sources import SourceError, discover, fetch_corpus, files_read, one_source, slugify
 from .spec import SpecError
 
 # The analysis, the build and the code generator (jinja2, black) are imported by the
@@ -27,6 +31,14 @@ from .spec import SpecError
 
 class UsageError(Exception):
     """An input of the command line itself is unusable (a tools file, stdin)."""
+
+
+# The most read of an input the command line names: a tools list (OpenAI's API takes
+# 128 tools; their schemas come to a megabyte at most) and the model output `parse`
+# reads on stdin (a million tokens are some 4 MB of text). Past these it is no such
+# input, and reading on (/dev/zero) would only fill the memory.
+MAX_TOOLS_BYTES = 8 << 20
+MAX_OUTPUT_BYTES = 64 << 20
 
 
 # Errors that mean "the input is bad"; anything else is a bug in the compiler. The last
@@ -56,14 +68,22 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, saying a usage error in one line as every other error is said
+    (argparse prints the usage too); its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (`{self.prog} --help` shows the usage)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     # --debug is accepted before or after the subcommand; SUPPRESS keeps a subcommand
     # that was not given it from resetting the top-level flag (so it may be absent).
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = _ArgumentParser(add_help=False)
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
     )
-    parser = argparse.ArgumentParser(prog="chatfmt", parents=[debug])
+    parser = _ArgumentParser(prog="chatfmt", parents=[debug])
     parser.add_argument("--version", action="version", version=f"chatfmt {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -297,6 +317,7 @@ def _reader_gone() -> int:
 
 
 def _fetch(args) -> int:
+    _folders(args, "--templates", "--cache")
     fetch_corpus(args.templates, args.cache, log=_log)
     return 0
 
@@ -305,6 +326,7 @@ def _build(args) -> int:
     """Build every template; one that fails is named at the end (its files left as they
     were) and the others are built: exit 2 when any failed. ``--debug`` stops at the
     first failure with its traceback."""
+    _folders(args, "--templates", "--specs", "--generated")
     sources = discover(_templates_dir(args), args.source, _tokens(args))
     options = {"keep_going": not getattr(args, "debug", False), "jobs": max(1, args.jobs)}
     budget = getattr(args, "time_budget", None)  # seconds per template, where offered
@@ -329,6 +351,7 @@ def _build(args) -> int:
 def _check(args) -> int:
     from .check import check
 
+    _folders(args, "--templates", "--specs", "--generated")
     templates = _templates_dir(args)
     report = check(args.specs, args.generated, templates, args.source, _tokens(args))
     for warning in report.warnings:
@@ -363,6 +386,8 @@ def _rebuild(args, templates: str | None) -> str:
 def _analyze(args) -> int:
     from .build import spec_for
 
+    if args.output:
+        _check_output(args.output, files_read(args.source))
     source = one_source(args.source, args.name, _tokens(args))
     notes: list[str] = []
     spec, warnings = spec_for(source, [], source.path, notes=notes)
@@ -379,12 +404,80 @@ def _analyze(args) -> int:
     return 0
 
 
-def _write(path: str, text: str) -> None:
+def _folders(args, *flags: str) -> None:
+    """UsageError where a flag that names a folder names something else (a file)."""
+    for flag in flags:
+        path = getattr(args, flag[2:].replace("-", "_"))
+        if path is not None and os.path.exists(path) and not os.path.isdir(path):
+            raise UsageError(f"{flag} {path} is a file, not a folder")
+
+
+def _check_output(path: str, inputs: Sequence[str | None]) -> None:
+    """UsageError where ``-o`` names a file the command reads, by any path to it (a
+    link, another spelling): writing it would replace the input. Checked before the
+    work, which may take seconds."""
+    for source in inputs:
+        if source is not None and _same_file(path, source):
+            raise UsageError(
+                f"-o {path} is {source}, which this command reads: write the output "
+                "elsewhere"
+            )
+
+
+def _same_file(left: str, right: str) -> bool:
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        return os.path.samefile(left, right)
+    except OSError:  # one of them is missing: nothing to overwrite
+        return False
+
+
+def _write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` whole, or leave the file as it was: the text goes to a
+    new file beside it, which then takes its place in one rename, so a reader of the old
+    file never sees it cut short or empty, and a failure (a full disk) loses nothing.
+    The file keeps its mode; through a symlink, the file it names is replaced; a file
+    that is no regular file (a device, a pipe) is written to as it is."""
+    data = text.encode("utf-8")  # before anything is touched
+    try:
+        try:
+            mode: int | None = os.stat(path).st_mode  # through a symlink
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory")
+        if mode is not None and not stat.S_ISREG(mode):  # /dev/null, /dev/stdout, a pipe
+            with open(path, "wb") as handle:
+                handle.write(data)
+            return
+        mode = None if mode is None else stat.S_IMODE(mode)
+        _replace(os.path.realpath(path), data, mode)
     except OSError as error:
-        raise UsageError(f"cannot write {path}: {error}") from None
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _replace(target: str, data: bytes, mode: int | None) -> None:
+    """``data`` written to a temporary file in ``target``'s folder (one file system, so
+    the rename is atomic), then renamed over ``target``; removed where anything fails."""
+    folder, name = os.path.split(target)
+    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, _new_file_mode() if mode is None else mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def _new_file_mode() -> int:
+    """The mode ``open`` gives a new file (mkstemp's is private): 0o666 less the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _explain(args) -> int:
@@ -404,6 +497,7 @@ def _explain(args) -> int:
 
 
 def _parse(args) -> int:
+    _folders(args, "--generated")
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)
     # Overrides are checked as the build checks them, and one added since the last
@@ -428,11 +522,20 @@ def _parse(args) -> int:
 
 def _read_stdin() -> str:
     """Standard input as text: bytes that are not UTF-8 (a token cut inside a character)
-    read as U+FFFD, so the output is still parsed and the JSON printed is valid UTF-8."""
+    read as U+FFFD, so the output is still parsed and the JSON printed is valid UTF-8.
+    UsageError past MAX_OUTPUT_BYTES, read no further."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream with no bytes under it (main() called in-process)
-        return sys.stdin.read()
-    return buffer.read().decode("utf-8", errors="replace")
+        text = sys.stdin.read(MAX_OUTPUT_BYTES + 1)  # characters, here
+        if len(text) <= MAX_OUTPUT_BYTES:
+            return text
+    else:
+        data = buffer.read(MAX_OUTPUT_BYTES + 1)
+        if len(data) <= MAX_OUTPUT_BYTES:
+            return data.decode("utf-8", errors="replace")
+    raise UsageError(
+        f"standard input is larger than {MAX_OUTPUT_BYTES:,} bytes, the most parse reads"
+    )
 
 
 def _parser_module(spec_path: str, spec: dict, generated_dir: str | None = None) -> dict:
@@ -489,6 +592,8 @@ def _format_of(path: str):
 def _export(args) -> int:
     """Write one export of a spec; exit 1, saying why, where the format cannot be
     said in it."""
+    if args.output:
+        _check_output(args.output, [args.spec, args.tools])
     fmt = _format_of(args.spec)
     try:
         text, why = _EXPORTS[args.kind](fmt, args)
@@ -563,6 +668,8 @@ def _plugin(args) -> int:
     """Write one server's plugin file for a spec's format (its generated module in it),
     or with --auto for every model (it finds its format when the server starts)."""
     _check_plugin_source(args)
+    _folders(args, "--cache")
+    _check_output(args.output, [args.spec])
     emitter_name = f"{__package__}.codegen.plugin_{args.server}"
     try:
         emitter = importlib.import_module(emitter_name)
@@ -619,16 +726,61 @@ _EXPORTS = {
 
 
 def _read_tools(path: str) -> list:
+    """The tools list in the JSON file ``path``: read within MAX_TOOLS_BYTES, JSON as
+    the standard has it (no NaN or Infinity), Unicode text throughout."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            tools = json.load(handle)
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TOOLS_BYTES + 1)
+        if len(data) > MAX_TOOLS_BYTES:
+            raise UsageError(
+                f"{path} is larger than {MAX_TOOLS_BYTES:,} bytes, the most read of a "
+                "tools file"
+            )
+        tools = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read {path}: {error}") from None
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, ValueError) as error:
         raise UsageError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         raise UsageError(f"{path}: expected a JSON list of tools (objects)")
+    where = _not_unicode(tools)
+    if where is not None:
+        place, text = where
+        raise UsageError(
+            f"{path}: {place}: {ascii(text)} holds a lone surrogate (a \\ud800-\\udfff "
+            "escape with no pair), which is no Unicode text"
+        )
     return tools
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is no JSON value")
+
+
+def _not_unicode(value, path: str = "") -> tuple[str, str] | None:
+    """The dotted path (list items by index) and text of the first string, key or
+    value, in ``value`` that UTF-8 cannot encode (a lone surrogate); None if none."""
+    pending = [(path, value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if not key.isascii() and not _encodes(key):
+                    return where or "(top level)", key
+            pending.extend((f"{where}.{key}" if where else key, v) for key, v in item.items())
+        elif isinstance(item, list):
+            pending.extend((f"{where}.{i}" if where else str(i), v) for i, v in enumerate(item))
+        elif isinstance(item, str) and not item.isascii() and not _encodes(item):
+            return where, item
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _COMMANDS = {

@@ -415,8 +415,13 @@ def build(
     templates are built at once, each in a process of its own (the files written and
     the log are the same, in the same order)."""
     report = BuildReport(templates=len(sources))
-    os.makedirs(specs_dir, exist_ok=True)
-    os.makedirs(generated_dir, exist_ok=True)
+    for folder in (specs_dir, generated_dir):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as error:  # a file of that name, no permission
+            raise BuildError(
+                f"cannot make the folder {folder}: {error.strerror or error}"
+            ) from None
     arguments = (specs_dir, generated_dir, time_budget, keep_going)
     jobs = jobs if keep_going else 1  # an error to raise is raised where it happens
     outcomes = _outcomes(sources, jobs, *arguments)

@@ -23,6 +23,16 @@ from . import tokens as token_tables
 from .tokens import SPECIAL_TOKENS, TokenTable, TokenizerError
 
 MANIFEST_NAME = "manifest.json"
+# The files of a model directory (and, beside a lone .jinja, of its folder) a source
+# reads, besides the template itself.
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+_TOKENIZER_CONFIG = "tokenizer_config.json"
+_TOKENIZER_FILE = "tokenizer.json"
+_GENERATION_CONFIG = "generation_config.json"
+# The most read of one file: a chat template is some 20 KB (the corpus's largest, 17 KB),
+# a tokenizer.json some 35 MB; a file past these is no source (or no file: /dev/zero).
+MAX_TEMPLATE_BYTES = 1 << 20
+MAX_JSON_BYTES = 128 << 20
 DEFAULT_CACHE_DIR = os.path.join(".cache", "corpus")
 
 
@@ -101,18 +111,21 @@ def _sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def _read_text(path: str) -> tuple[str, bytes]:
-    """The file's text and its exact bytes (decoded ourselves, so no newline translation)."""
+def _read_text(path: str, limit: int = MAX_TEMPLATE_BYTES) -> tuple[str, bytes]:
+    """The file's text and its exact bytes (decoded ourselves, so no newline
+    translation); SourceError past ``limit`` bytes, read no further."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise SourceError(f"{path} is larger than {limit:,} bytes, the most read of it")
         return data.decode("utf-8"), data
     except (OSError, UnicodeDecodeError) as error:
         raise SourceError(f"cannot read {path}: {error}") from None
 
 
 def _read_json(path: str) -> object:
-    text, _ = _read_text(path)
+    text, _ = _read_text(path, MAX_JSON_BYTES)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -467,6 +480,22 @@ def one_source(
     raise SourceError(f"{path} has no template named {name!r}; it has: {choices}")
 
 
+def files_read(path: str) -> list[str]:
+    """The files that finding the template at ``path`` (as ``one_source`` does) may
+    read, whether or not they exist: a command that writes a file must not write one
+    of these. A model directory's template and tokenizer files; a ``.jinja`` file and,
+    beside it, its folder's manifest and tokenizer files; a GGUF file itself."""
+    if os.path.isdir(path):
+        folder, own = path, [os.path.join(path, CHAT_TEMPLATE_FILE)]
+    elif path.endswith(".jinja"):
+        folder = os.path.dirname(path) or "."
+        own = [path, os.path.join(folder, MANIFEST_NAME)]
+    else:
+        return [path]
+    companions = (_TOKENIZER_CONFIG, _TOKENIZER_FILE, _GENERATION_CONFIG)
+    return [*own, *(os.path.join(folder, name) for name in companions)]
+
+
 def _template_name(source: TemplateSource, path: str) -> str:
     # _named_sources gives the default the path itself and a variant "<path>#<name>".
     return source.path[len(path) + 1 :] if source.path.startswith(path + "#") else "default"
@@ -514,9 +543,6 @@ def _named_sources(
     ]
 
 
-_TOKENIZER_CONFIG = "tokenizer_config.json"
-
-
 def _config(path: str) -> tuple[dict, str]:
     """A model directory's tokenizer config ({} where it has none), and its path."""
     config_path = os.path.join(path, _TOKENIZER_CONFIG)
@@ -545,7 +571,7 @@ def _model_directory(path: str) -> list[TemplateSource]:
     bos, eos, special = _special_tokens(config, config_path)
     tokenizer = _tokenizer_json(path, bos, eos)
 
-    jinja_path = os.path.join(path, "chat_template.jinja")
+    jinja_path = os.path.join(path, CHAT_TEMPLATE_FILE)
     if os.path.isfile(jinja_path):
         text, _ = _read_text(jinja_path)
         return [_from_text(slug, path, text, bos, eos, special, tokenizer)]
@@ -569,11 +595,11 @@ def _model_directory(path: str) -> list[TemplateSource]:
 def _tokenizer_json(path: str, bos: str | None, eos: str | None) -> TokenTable | None:
     """The model directory's ``tokenizer.json`` as a token table (None where it has
     none), with the ids its ``generation_config.json`` ends generation on."""
-    tokenizer_path = os.path.join(path, "tokenizer.json")
+    tokenizer_path = os.path.join(path, _TOKENIZER_FILE)
     if not os.path.isfile(tokenizer_path):
         return None
     end_ids: list[int] = []
-    generation_path = os.path.join(path, "generation_config.json")
+    generation_path = os.path.join(path, _GENERATION_CONFIG)
     if os.path.isfile(generation_path):
         try:
             end_ids = token_tables.generation_end_ids(_read_json(generation_path))
@@ -799,6 +825,7 @@ __all__ = [
     "discover",
     "extract_templates",
     "fetch_corpus",
+    "files_read",
     "load_manifest",
     "one_source",
     "slugify",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -105,8 +106,10 @@ def _validator(root: str | None = None) -> jsonschema.Draft202012Validator:
 
 def validate(spec: Any, origin: str) -> None:
     """Raise SpecError for the first schema violation, ordered by YAML path, after
-    SpecLimitError for a string of the format over the bounds."""
+    SpecLimitError for a string of the format over the bounds, and SpecError for a
+    value that is no JSON data."""
     check_markers(spec, origin)
+    check_data(spec, origin)
     error = _first_error(_validator(), spec)
     if error is None:
         return
@@ -136,6 +139,54 @@ def check_markers(spec: Any, origin: str) -> None:
                 f"{origin}: {_dotted(path)}: the format's strings pass {MAX_FORMAT_TEXT:,} "
                 "characters together here, the most a spec holds"
             )
+
+
+def check_data(spec: Any, origin: str) -> None:
+    """SpecError, naming the YAML path, for the first value (in the file's order) that
+    is no JSON data: a float that is not finite (``.nan``, ``.inf``), a key that is not
+    a string, a string with a lone surrogate, or a value of another type (``!!binary``,
+    ``!!set``). The spec travels as JSON data: into the generated module's ``SPEC``,
+    and from there into servers; what JSON cannot hold would not load there."""
+    pending: list[tuple[list, Any]] = [([], spec)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, dict):
+            problem = next(filter(None, map(_key_problem, value)), None)
+            pending.extend(([*path, key], item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            problem = None
+            items = reversed(list(enumerate(value)))
+            pending.extend(([*path, index], item) for index, item in items)
+        else:
+            problem = _not_json(value)
+        if problem is not None:
+            raise SpecError(f"{origin}: {_dotted(path)}: {problem}")
+
+
+def _key_problem(key: Any) -> str | None:
+    if not isinstance(key, str):
+        return f"a key that is not a string: {_shown(key)}"
+    return _not_json(key)
+
+
+def _not_json(value: Any) -> str | None:
+    """What makes one value no JSON data (its items aside), or None."""
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return f"{value!r} is no JSON number (JSON has no NaN or infinity)"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{_shown(value)} holds a lone surrogate, which is no Unicode text"
+        return None
+    return (
+        f"a {type(value).__name__} value, which JSON cannot hold (a spec holds strings, "
+        "numbers, booleans, null, lists and mappings with string keys)"
+    )
 
 
 def _format_strings(spec: dict):
@@ -299,8 +350,22 @@ class _UniqueKeys(yaml.constructor.SafeConstructor):
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
+# YAML 1.1 reads an unquoted 2024-06-01 as a date, which is no JSON data (check_data)
+# and which the generated module's SPEC could not write back. A spec keeps it as the
+# text written, as YAML 1.2 reads it: the renders are given that string, and the module
+# holds it.
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+def _as_written(loader: Any, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
 class _Loader(_UniqueKeys, yaml.SafeLoader):
     """The pure-Python safe loader, rejecting duplicate keys."""
+
+
+_Loader.add_constructor(_TIMESTAMP_TAG, _as_written)
 
 
 LOADER: type = _Loader
@@ -312,6 +377,8 @@ if yaml.__with_libyaml__:
 
     class _CLoader(_UniqueKeys, yaml.CSafeLoader):
         """libyaml's safe loader, rejecting duplicate keys."""
+
+    _CLoader.add_constructor(_TIMESTAMP_TAG, _as_written)
 
     LOADER = _CLoader
 

@@ -24,7 +24,7 @@ import yaml
 from compiler import model
 from compiler import spec as specs
 from compiler.__main__ import main
-from compiler.codegen import auto_start, plugin_sglang, plugin_vllm
+from compiler.codegen import auto_lookup, auto_start, plugin_sglang, plugin_vllm
 from compiler.codegen.module import standalone
 from tests import roundtrip as rt
 
@@ -79,50 +79,118 @@ def without_path(spec: dict) -> dict:
     return spec
 
 
-# --------------------------------------------------------------------------- sha256
+# --------------------------------------------------------------------------- reviewed specs
 
 
-def test_recorded_sha256_is_what_every_corpus_spec_records():
-    for path in sorted((ROOT / "specs").glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        assert auto_start.recorded_sha256(text) == yaml.safe_load(text)["template"]["sha256"]
+def lookup(folder, text: str = "") -> str | None:
+    """The reviewed spec the compiler finds in ``folder`` for the template ``text``."""
+    return auto_lookup.reviewed_spec(str(folder), auto_start.sha256(text))
 
 
-H1, H2 = "1" * 64, "2" * 64
+def test_every_corpus_spec_is_found_by_its_templates_hash():
+    folder = ROOT / "specs"
+    for path in sorted(folder.glob("*.yaml")):
+        digest = yaml.safe_load(path.read_text(encoding="utf-8"))["template"]["sha256"]
+        found = auto_lookup.reviewed_spec(str(folder), digest)
+        assert found is not None, path
+        # The first by name of the specs for that template (one, but for shared templates).
+        recorded = yaml.safe_load(Path(found).read_text(encoding="utf-8"))["template"]
+        assert recorded["sha256"] == digest and Path(found).name <= path.name
+
+
+H1, H2 = "a1" * 32, "b2" * 32
 
 
 @pytest.mark.parametrize(
-    "text, found",
+    "text",
     [
-        (f"spec_version: 1\ntemplate: {{path: a.jinja, sha256: {H1}}}\n", H1),
-        (f"template:\n  path: a.jinja\n  sha256: '{H1}'\nreasoning: {{}}\n", H1),
-        (f'template:\n  sha256: "{H1}"\n  path: a.jinja\n', H1),
-        # a sha256 elsewhere in the spec is not the template's
-        (
-            f"render_inputs:\n  variables:\n    sha256: {H2}\ntemplate:\n  path: a\n"
-            f"  sha256: {H1}\n",
-            H1,
-        ),
-        (f"render_inputs:\n  variables:\n    sha256: {H2}\n", None),
-        (f"template:\n  path: a\nother:\n  sha256: {H2}\n", None),
-        ("template:\n  sha256: not-a-digest\n", None),
+        f"spec_version: 1\ntemplate: {{path: a.jinja, sha256: {H1}}}\n",
+        f"template:\n  path: a.jinja\n  sha256: '{H1}'\nreasoning: {{}}\n",
+        f"template:\r\n  path: a.jinja\r\n  sha256: {H1}\r\n",
+        f"template:  # the served one\n  sha256: {H1}  # its hash\n",
+        f'"template":\n  "sha256": "{H1}"\n',
+        f"template:\n    path: a.jinja\n    sha256: >-\n      {H1}\n",
+        f"base: &t\n  sha256: {H1}\ntemplate: *t\n",
+        f"render_inputs:\n  variables:\n    sha256: {H2}\ntemplate:\n  sha256: {H1}\n",
     ],
-    ids=["flow", "quoted", "first", "elsewhere", "no-template", "outside", "malformed"],
+    ids=["flow", "quoted", "crlf", "comments", "quoted-keys", "folded", "alias", "elsewhere"],
 )
-def test_recorded_sha256_reads_only_the_templates_hash(text, found):
-    assert auto_start.recorded_sha256(text) == found
+def test_a_reviewed_spec_is_found_by_its_yaml_however_written(tmp_path, text):
+    (tmp_path / "a.yaml").write_bytes(text.encode("utf-8"))
+    assert auto_lookup.reviewed_spec(str(tmp_path), H1) == str(tmp_path / "a.yaml")
+    assert auto_lookup.reviewed_spec(str(tmp_path), H2) is None
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("template: {sha256: [\n", "invalid YAML"),
+        ("a: 1\na: 2\n", "duplicate key"),
+        ("a: *nowhere\n", "invalid YAML"),
+        ("[" * 100 + "]" * 100, "nested"),
+        (f"- template: {{sha256: {H1}}}\n", "expected a mapping"),
+        (f"render_inputs:\n  variables:\n    sha256: {H1}\n", "records no template hash"),
+        (f"template:\n  path: a\nother:\n  sha256: {H1}\n", "records no template hash"),
+        ("template:\n  sha256: not-a-digest\n", "records no template hash"),
+        (f"template:\n  sha_256: {H1}\n", "records no template hash"),
+    ],
+    ids=[
+        "broken", "duplicate-key", "unknown-alias", "deep", "no-mapping", "no-template",
+        "outside", "malformed", "misspelt",
+    ],
+)
+def test_a_file_in_the_reviewed_folder_that_is_no_spec_stops_the_start(
+    tmp_path, text, fragment
+):
+    """It may be the served template's spec: serving the unreviewed analysis instead
+    would drop its reviewer's overrides without a word."""
+    (tmp_path / "a.yaml").write_text(text, encoding="utf-8")
+    shutil.copy(ROOT / "specs" / f"{QWEN}.yaml", tmp_path / "b.yaml")
+    with pytest.raises(auto_lookup.LookupFailed) as failed:
+        lookup(tmp_path, qwen().text)
+    message = str(failed.value)
+    assert "\n" not in message and str(tmp_path / "a.yaml") in message and fragment in message
+    # After the first spec for the template (the one served), no file is read.
+    os.rename(tmp_path / "a.yaml", tmp_path / "c.yaml")
+    assert lookup(tmp_path, qwen().text) == str(tmp_path / "b.yaml")
 
 
 def test_reviewed_spec_is_found_by_the_templates_hash(tmp_path):
     for slug in ("google_gemma_2_2b_it", QWEN, "qwen3_coder"):
         shutil.copy(ROOT / "specs" / f"{slug}.yaml", tmp_path / f"{slug}.yaml")
     (tmp_path / "notes.txt").write_text(auto_start.sha256(qwen().text), encoding="utf-8")
-    assert auto_start.reviewed_spec(str(tmp_path), auto_start.sha256(qwen().text)) == str(
-        tmp_path / f"{QWEN}.yaml"
-    )
-    assert auto_start.reviewed_spec(str(tmp_path), auto_start.sha256(PLAIN)) is None
-    with pytest.raises(auto_start.Refused, match="cannot read the reviewed specs folder"):
-        auto_start.reviewed_spec(str(tmp_path / "missing"), H1)
+    (tmp_path / "folder.yaml").mkdir()
+    assert lookup(tmp_path, qwen().text) == str(tmp_path / f"{QWEN}.yaml")
+    assert lookup(tmp_path, PLAIN) is None
+    with pytest.raises(auto_lookup.LookupFailed, match="cannot read the reviewed specs folder"):
+        lookup(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("edit", ["crlf", "comment", "quoted-key"])
+def test_the_server_serves_a_reviewed_spec_however_its_yaml_is_written(tmp_path, python, edit):
+    """A Qwen3-Coder spec saved with CRLF line ends, with a comment after ``template:``
+    or with that key quoted: the server serves it (with its reviewer's overrides), never
+    its own unreviewed analysis."""
+    interpreter, log = python
+    text = (ROOT / "specs" / "qwen3_coder.yaml").read_text(encoding="utf-8")
+    body = yaml.safe_load(text)
+    assert "\ntemplate:\n" in text
+    edited = {
+        "crlf": text.replace("\n", "\r\n"),
+        "comment": text.replace("\ntemplate:\n", "\ntemplate:  # reviewed by a person\n"),
+        "quoted-key": text.replace("\ntemplate:\n", '\n"template":\n'),
+    }[edit]
+    assert yaml.safe_load(edited) == body
+    folder = tmp_path / "reviewed"
+    folder.mkdir()
+    (folder / "mine.yaml").write_bytes(edited.encode("utf-8"))
+    served = template((ROOT / "templates" / "Qwen3-Coder.jinja").read_text(encoding="utf-8"))
+    found = auto_start.resolve(
+        served, specs=str(folder), cache=str(tmp_path / "c"), python=interpreter,
+        log=lambda _: None,
+    )  # fmt: skip
+    assert (found.how, found.spec) == ("reviewed", str(folder / "mine.yaml"))
+    assert runs(log, "analyze") == 0
 
 
 # --------------------------------------------------------------------------- the cache
@@ -165,14 +233,138 @@ def test_cold_start_analyses_and_a_warm_start_reuses_the_spec(tmp_path, python, 
     assert cold.spec in lines[0] and "python -m compiler explain" in lines[0]
 
 
-def test_the_cache_is_keyed_by_template_and_compiler_version(tmp_path, python):
-    interpreter, _ = python
-    resolved = auto_start.resolve(
-        qwen(), specs=None, cache=str(tmp_path), python=interpreter, log=lambda _: None
-    )
-    from compiler import __version__
+MINISTRAL_TEMPLATE = ROOT / "templates" / "mistralai-Ministral-3-14B-Reasoning-2512.jinja"
 
-    assert Path(resolved.spec).parent.name == f"{auto_start.sha256(qwen().text)}-{__version__}"
+
+def test_the_cache_tells_apart_models_with_one_template_and_other_tokens(tmp_path, python):
+    """Two models share a chat template whose turns end with the tokenizer's eos token,
+    each with an eos of its own: each is served the analysis with its own."""
+    interpreter, log = python
+    text = MINISTRAL_TEMPLATE.read_text(encoding="utf-8")
+    cache = str(tmp_path / "cache")
+    quiet = {"specs": None, "cache": cache, "python": interpreter, "log": lambda _: None}
+    one = auto_start.resolve(auto_start.Template(text, "<s>", "</s>", "model one"), **quiet)
+    two = auto_start.resolve(auto_start.Template(text, "<s>", "<|end|>", "model two"), **quiet)
+    assert (one.how, two.how) == ("analysed", "analysed")
+    assert one.spec != two.spec and one.module != two.module
+    for found, eos, label in ((one, "</s>", "one"), (two, "<|end|>", "two")):
+        parser = auto_start.load(found.module, f"test_auto_eos_{label}", "<test>")
+        assert eos in parser.STOP
+        assert parser.parse(f"Hi{eos}", enable_thinking=False)["content"] == "Hi"
+    again = auto_start.resolve(auto_start.Template(text, "<s>", "</s>", "model one"), **quiet)
+    assert again == one._replace(how="cached")
+    # bos counts too: it is given to the analysis.
+    other = auto_start.resolve(auto_start.Template(text, "<bos>", "</s>", "model 3"), **quiet)
+    assert other.how == "analysed" and other.spec not in (one.spec, two.spec)
+    assert runs(log, "analyze") == 3
+    # The entry still starts with the template's hash (to find it by in a cache).
+    assert Path(one.spec).parent.name.startswith(auto_start.sha256(text) + "-")
+
+
+@pytest.fixture
+def installed_copy(tmp_path) -> tuple[str, Path]:
+    """An interpreter that runs a copy of the compiler (as a pip install would place
+    it), and that copy's folder: a test may change the compiler without changing ours."""
+    site = tmp_path / "site"
+    ignored = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "compiler", site / "compiler", ignore=ignored)
+    shutil.copytree(ROOT / "schema", site / "schema")
+    wrapper = tmp_path / "python-with-copy"
+    wrapper.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{site}" exec "{sys.executable}" "$@"\n', encoding="utf-8"
+    )
+    wrapper.chmod(0o755)
+    where = subprocess.run(
+        [str(wrapper), "-c", "import compiler; print(compiler.__file__)"],
+        capture_output=True, text=True, cwd=tmp_path, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert Path(where).parent == site / "compiler"  # the copy, not the checkout
+    return str(wrapper), site / "compiler"
+
+
+def test_a_new_compiler_of_the_same_version_makes_a_new_analysis_and_parser(
+    tmp_path, installed_copy
+):
+    """An upgrade that keeps the version string (it has been 0.1.0 since the first
+    commit) must not serve the old compiler's parser from a warm cache, whether the
+    spec is the cached analysis or a reviewed one."""
+    interpreter, copy = installed_copy
+    folder = tmp_path / "reviewed"
+    folder.mkdir()
+    shutil.copy(ROOT / "specs" / "qwen3_coder.yaml", folder / "qwen3_coder.yaml")
+    coder = template((ROOT / "templates" / "Qwen3-Coder.jinja").read_text(encoding="utf-8"))
+    cache = str(tmp_path / "cache")
+
+    def both() -> tuple[auto_start.Resolved, auto_start.Resolved]:
+        quiet = {"cache": cache, "python": interpreter, "log": lambda _: None}
+        return (
+            auto_start.resolve(qwen(), specs=None, **quiet),
+            auto_start.resolve(coder, specs=str(folder), **quiet),
+        )
+
+    analysed, reviewed = both()
+    assert (analysed.how, reviewed.how) == ("analysed", "reviewed")
+    assert both() == (analysed._replace(how="cached"), reviewed)  # warm: nothing new
+    # The upgrade: one line of the runtime changes, the version does not.
+    runtime = copy / "runtime" / "parse.py"
+    runtime.write_text(runtime.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    upgraded, reviewed_again = both()
+    assert upgraded.how == "analysed" and upgraded.spec != analysed.spec
+    assert upgraded.module != analysed.module
+    assert reviewed_again.how == "reviewed" and reviewed_again.module != reviewed.module
+
+
+def test_the_fingerprint_is_of_the_compilers_files_not_its_bytecode(installed_copy):
+    interpreter, copy = installed_copy
+    # Bytecode written where the compiler is installed, as Python does by default.
+    writing = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def fingerprint() -> str:
+        said = subprocess.run(
+            [interpreter, "-c", "from compiler.codegen import auto_lookup\n"
+             "print(auto_lookup.fingerprint())"],
+            capture_output=True, text=True, cwd=copy.parent.parent, check=True, env=writing,
+        )  # fmt: skip
+        return said.stdout.strip()
+
+    first = fingerprint()
+    assert first == fingerprint()  # the first run wrote __pycache__ folders: no change
+    assert any(copy.rglob("*.pyc"))
+    schema = copy.parent / "schema" / "format-spec.schema.json"
+    schema.write_text(schema.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    second = fingerprint()
+    assert second != first
+    (copy / "analyze" / "new_module.py").write_text("", encoding="utf-8")
+    assert fingerprint() not in (first, second)
+
+
+def test_relative_paths_in_the_environment_are_the_servers(environment, tmp_path, python):
+    """``CHATFMT_PYTHON=./venv/bin/python``, ``CHATFMT_CACHE=cache`` and
+    ``CHATFMT_SPECS=reviewed``, relative to the folder the server runs in (the
+    compiler runs in a folder of the cache)."""
+    interpreter, log = python
+    environment.chdir(tmp_path)
+    shutil.copy(QWEN_TEMPLATE, tmp_path / "served.jinja")
+    environment.setenv("CHATFMT_CHAT_TEMPLATE", "served.jinja")
+    environment.setenv("CHATFMT_PYTHON", os.path.join(".", os.path.basename(interpreter)))
+    environment.setenv("CHATFMT_CACHE", "cache")
+    variable = auto_start.handoff_variable("relative")
+    lines: list[str] = []
+    try:
+        start("relative", lines=lines)
+        assert len(lines) == 1 and "analysed the chat template" in lines[0], lines
+        assert os.environ[variable].startswith(str(tmp_path / "cache") + os.sep)
+        assert runs(log, "analyze") == 1
+        del os.environ[variable]
+        (tmp_path / "reviewed").mkdir()
+        shutil.copy(ROOT / "specs" / f"{QWEN}.yaml", tmp_path / "reviewed" / "mine.yaml")
+        environment.setenv("CHATFMT_SPECS", "reviewed")
+        lines.clear()
+        start("relative", lines=lines)
+        assert len(lines) == 1 and "serving the reviewed spec" in lines[0], lines
+        assert str(tmp_path / "reviewed" / "mine.yaml") in lines[0]
+    finally:
+        os.environ.pop(variable, None)
 
 
 def test_a_reviewed_spec_wins_and_an_edit_to_it_makes_a_new_parser(tmp_path, python):

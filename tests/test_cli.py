@@ -1196,3 +1196,321 @@ def test_a_symlink_out_of_the_folder_is_refused(tmp_path, capsys, monkeypatch):
     )
     os.remove("templates/out.jinja")
     assert [source.slug for source in discover("templates")] == ["own", "same"]
+
+
+# --------------------------------------------------------------------------- -o, and inputs
+
+OLD = "the old file\n"
+
+
+def files_under(folder) -> dict[str, bytes]:
+    """Every file under ``folder`` (links not followed) with its bytes."""
+    found = {}
+    for top, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    found[os.path.relpath(path, folder)] = handle.read()
+    return found
+
+
+def writing(out: str) -> dict[str, list[str]]:
+    """Each command that takes -o, writing to ``out``."""
+    return {
+        "analyze": ["analyze", os.path.join(CORPUS, QWEN), "-o", out],
+        "export": ["export", "standalone", QWEN_SPEC_IN_REPO, "-o", out],
+        "plugin": ["plugin", "vllm", QWEN_SPEC_IN_REPO, "-o", out],
+        "plugin --auto": ["plugin", "sglang", "--auto", "-o", out],
+    }
+
+
+@pytest.mark.parametrize("command", list(writing("")))
+def test_o_replaces_the_file_whole_never_rewrites_it_in_place(tmp_path, capsys, command):
+    corpus_text(QWEN)
+    out = write(tmp_path / "out", OLD)
+    os.chmod(out, 0o640)
+    with open(out, encoding="utf-8") as reader:  # a process that opened it before
+        code, _, err = run(capsys, *writing(out)[command])
+        assert code == 0, err
+        assert reader.read() == OLD  # rewritten in place, it would read the new text
+    assert read(out) != OLD
+    assert os.listdir(tmp_path) == ["out"]  # no temporary file left beside it
+    assert os.stat(out).st_mode & 0o777 == 0o640  # the file's own mode is kept
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_one(
+    tmp_path, capsys, monkeypatch
+):
+    out = write(tmp_path / "out.py", OLD)
+
+    def full_disk(source, destination):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    code, stdout, err = run(capsys, "export", "standalone", QWEN_SPEC_IN_REPO, "-o", out)
+    assert (code, stdout) == (2, "")
+    assert_one_line_error(err, f"cannot write {out}", "No space left on device")
+    assert read(out) == OLD
+    assert os.listdir(tmp_path) == ["out.py"]
+
+
+def test_o_through_a_symlink_replaces_the_file_it_names(tmp_path, capsys):
+    target = write(tmp_path / "real" / "qwen.gbnf", OLD)
+    link = tmp_path / "qwen.gbnf"
+    link.symlink_to(target)
+    code, grammar, _ = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO)
+    assert code == 0
+    code, _, err = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "-o", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and read(target) == grammar
+    assert sorted(os.listdir(tmp_path / "real")) == ["qwen.gbnf"]
+
+
+def test_o_that_is_no_regular_file_is_written_to(tmp_path, capsys):
+    """A device or a pipe has nothing to replace: it is written to, and stays."""
+    code, _, err = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "-o", os.devnull)
+    assert code == 0, err
+    assert not os.path.isfile(os.devnull)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    code, grammar, _ = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO)
+    assert run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "-o", str(fifo))[0] == 0
+    assert reader.communicate(timeout=60)[0].decode("utf-8") == grammar
+
+
+# A tools list whose property name is a lone surrogate (JSON's "\ud800" escape): no
+# Unicode text can hold it, so no grammar or output file can either.
+LONE_SURROGATE_TOOLS = json.dumps(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "parameters": {"type": "object", "properties": {"\ud800": {"type": "string"}}},
+            },
+        }
+    ]
+)
+
+
+@pytest.mark.parametrize("kind", ["gbnf", "tool-call-gbnf", "structural-tag"])
+def test_a_tools_file_that_is_not_unicode_is_bad_input_and_the_old_output_stays(
+    tmp_path, capsys, kind
+):
+    assert "\\ud800" in LONE_SURROGATE_TOOLS
+    tools = write(tmp_path / "tools.json", LONE_SURROGATE_TOOLS)
+    out = write(tmp_path / "out", OLD)
+    argv = ["export", kind, "specs/qwen3_coder.yaml", "--tools", tools, "-o", out]
+    code, stdout, err = run(capsys, *argv)
+    assert (code, stdout) == (2, "")
+    assert_one_line_error(err, tools, "0.function.parameters.properties", "\\ud800")
+    assert "compiler bug" not in err
+    assert read(out) == OLD
+
+
+def test_a_tools_file_with_nan_is_not_json(tmp_path, capsys):
+    tools = write(tmp_path / "tools.json", json.dumps([samples.TOOL])[:-1] + ', {"x": NaN}]')
+    code, _, err = run(capsys, "export", "gbnf", QWEN_SPEC_IN_REPO, "--tools", tools)
+    assert code == 2
+    assert_one_line_error(err, tools, "is not valid JSON", "NaN")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "analyze the template",
+        "analyze the template by a link",
+        "analyze by another spelling",
+        "analyze a model's config",
+        "analyze a lone template's manifest",
+        "export the spec",
+        "export the tools",
+        "plugin the spec",
+    ],
+)
+def test_o_is_never_an_input(tmp_path, capsys, monkeypatch, case):
+    monkeypatch.chdir(tmp_path)
+    template = write("t/t.jinja", corpus_text(QWEN))
+    write("t/manifest.json", json.dumps({"templates": {}}))
+    write("model/chat_template.jinja", corpus_text(QWEN))
+    write("model/tokenizer_config.json", json.dumps({"eos_token": "<|im_end|>"}))
+    spec = write("qwen_qwen3_0_6b.yaml", read(QWEN_SPEC_IN_REPO))
+    tools = write("tools.json", json.dumps([samples.TOOL]))
+    os.symlink("t/t.jinja", "link.jinja")
+    argv = {
+        "analyze the template": ["analyze", template, "-o", template],
+        "analyze the template by a link": ["analyze", template, "-o", "link.jinja"],
+        "analyze by another spelling": ["analyze", template, "-o", "./t/../t/t.jinja"],
+        "analyze a model's config": ["analyze", "model", "-o", "model/tokenizer_config.json"],
+        "analyze a lone template's manifest": ["analyze", template, "-o", "t/manifest.json"],
+        "export the spec": ["export", "standalone", spec, "-o", spec],
+        "export the tools": ["export", "gbnf", spec, "--tools", tools, "-o", tools],
+        "plugin the spec": ["plugin", "vllm", spec, "-o", spec],
+    }[case]
+    before = files_under(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, f"-o {argv[-1]}", "which this command reads")
+    assert files_under(tmp_path) == before
+
+
+def _limited_memory() -> None:  # in the child, before it runs: 2 GiB of address space
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+@pytest.mark.parametrize(
+    "argv, stdin, what",
+    [
+        (["parse", QWEN_SPEC_IN_REPO, "--tools", "/dev/zero"], None, "/dev/zero"),
+        (["export", "gbnf", QWEN_SPEC_IN_REPO, "--tools", "/dev/zero"], None, "/dev/zero"),
+        (["parse", QWEN_SPEC_IN_REPO], "/dev/zero", "standard input"),
+        (["analyze", "zero.jinja"], None, "zero.jinja"),
+        (["analyze", "model"], None, "model/chat_template.jinja"),
+        (["build", "--source", "model", "--specs", "s", "--generated", "g"], None, "model/"),
+    ],
+    ids=["parse --tools", "export --tools", "parse stdin", "a template", "a model", "build"],
+)
+def test_an_endless_input_is_read_within_a_bound(tmp_path, argv, stdin, what):
+    """An input without end is refused once it passes the bound (read unbounded, it
+    would fill the memory: the child has 2 GiB of address space to find out in). A
+    model directory takes regular files only: its template is a file of 64 MiB (sparse:
+    no disk)."""
+    os.symlink("/dev/zero", tmp_path / "zero.jinja")
+    (tmp_path / "model").mkdir()
+    with open(tmp_path / "model" / "chat_template.jinja", "wb") as handle:
+        handle.truncate(64 << 20)
+    with open(stdin or os.devnull, "rb") as source:
+        result = subprocess.run(
+            [sys.executable, "-m", "compiler", *argv],
+            stdin=source,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": ROOT},
+            preexec_fn=_limited_memory,
+            timeout=600,  # a guard against a hang, not a measure
+        )
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and what in errors[0] and "larger than" in errors[0], result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["build", "--source", "t.jinja", "--specs", "afile"], "--specs"),
+        (["build", "--source", "t.jinja", "--generated", "afile"], "--generated"),
+        (["build", "--templates", "afile"], "--templates"),
+        (["check", "--source", "t.jinja", "--specs", "afile"], "--specs"),
+        (["check", "--source", "t.jinja", "--generated", "afile"], "--generated"),
+        (["fetch", "--templates", "afile"], "--templates"),
+        (["fetch", "--templates", "corpus", "--cache", "afile"], "--cache"),
+        (["parse", "qwen.yaml", "--generated", "afile"], "--generated"),
+        (["plugin", "vllm", "--auto", "--cache", "afile", "-o", "p.py"], "--cache"),
+    ],
+)
+def test_a_folder_flag_that_names_a_file_is_bad_input(
+    tmp_path, capsys, monkeypatch, argv, flag
+):
+    monkeypatch.chdir(tmp_path)
+    write("afile", OLD)
+    write("t.jinja", corpus_text(QWEN))
+    write("qwen.yaml", read(QWEN_SPEC_IN_REPO))
+    write("corpus/manifest.json", read(os.path.join(CORPUS, "manifest.json")))
+    before = files_under(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, f"{flag} afile is a file, not a folder")
+    assert files_under(tmp_path) == before
+
+
+def test_a_folder_the_build_cannot_make_is_bad_input(tmp_path):
+    from compiler.build import BuildError, build
+
+    write(tmp_path / "afile", OLD)
+    with pytest.raises(BuildError, match="cannot make the folder .*afile/specs: Not a directory"):
+        build([], str(tmp_path / "afile" / "specs"), str(tmp_path / "generated"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["parse"], ["nosuch"], ["export", "nosuch", QWEN_SPEC_IN_REPO], ["build", "--jobs", "x"]],
+)
+def test_a_usage_error_is_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert_one_line_error(err, "--help")
+
+
+# --------------------------------------------------------------------------- YAML values
+
+
+def spec_with_variable(folder, value_yaml: str) -> str:
+    """The Qwen3 spec with one template variable, written as YAML text."""
+    text = read(QWEN_SPEC_IN_REPO)
+    assert "  variables: {}\n" in text
+    text = text.replace("  variables: {}\n", f"  variables:\n    today: {value_yaml}\n")
+    return write(os.path.join(folder, "qwen_qwen3_0_6b.yaml"), text)
+
+
+def test_a_yaml_date_is_the_text_written_for_the_template_and_the_module(tmp_path, capsys):
+    spec = spec_with_variable(tmp_path, "2024-06-01")
+    # What the template is given (the renders read the spec's inputs as loaded) ...
+    assert specs.load(spec)["render_inputs"]["variables"] == {"today": "2024-06-01"}
+    # ... is what the standalone module holds, and the file imports.
+    out = tmp_path / "qwen.py"
+    code, _, err = run(capsys, "export", "standalone", spec, "-o", str(out))
+    assert code == 0, err
+    result = subprocess.run(
+        [sys.executable, "-c", "import runpy, sys; m = runpy.run_path(sys.argv[1]); "
+         "print(m['SPEC']['render_inputs']['variables']['today'])", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout, result.stderr) == (0, "2024-06-01\n", "")
+
+
+@pytest.mark.parametrize(
+    "value_yaml, fragment",
+    [
+        (".nan", "nan is no JSON number"),
+        ("-.inf", "-inf is no JSON number"),
+        ("1.0e+999", "inf is no JSON number"),
+        ("!!binary aGk=", "bytes"),
+        ("!!set {a}", "set"),
+        ("{1: one}", "a key that is not a string: 1"),
+    ],
+)
+@pytest.mark.parametrize("command", ["export standalone", "plugin vllm", "parse"])
+def test_a_yaml_value_json_cannot_hold_is_refused_with_its_path(
+    tmp_path, capsys, monkeypatch, value_yaml, fragment, command
+):
+    spec = spec_with_variable(tmp_path, value_yaml)
+    out = tmp_path / "out.py"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hi"))
+    argv = [*command.split(), spec, *(["-o", str(out)] if command != "parse" else [])]
+    code, stdout, err = run(capsys, *argv)
+    assert (code, stdout) == (2, "")
+    assert_one_line_error(err, f"{spec}: render_inputs.variables.today", fragment)
+    assert not out.exists()
+
+
+def test_a_manifest_value_json_cannot_hold_is_refused_with_its_path(tmp_path, capsys):
+    """Python's json reads NaN; the spec the analysis would write could not hold it."""
+    text = corpus_text(QWEN)
+    path = write(tmp_path / QWEN, text)
+    entry = {"sha256": hashlib.sha256(text.encode()).hexdigest(), "inputs": {"variables": {}}}
+    corpus = {"package": "p", "version": "0", "sha256": "0" * 64, "member_dir": "t"}
+    manifest = json.dumps({"corpus": corpus, "templates": {QWEN: entry}})
+    manifest = manifest.replace('"variables": {}', '"variables": {"x": NaN}')
+    write(tmp_path / "manifest.json", manifest)
+    code, out, err = run(capsys, "analyze", path)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "render_inputs.variables.x: nan is no JSON number")

@@ -401,6 +401,33 @@ def test_every_loader_names_file_and_line_of_broken_yaml(tmp_path, monkeypatch, 
         load(path)
 
 
+@pytest.mark.parametrize("loader", LOADERS, ids=lambda loader: loader.__name__)
+def test_every_loader_reads_a_date_as_the_text_written(tmp_path, monkeypatch, loader):
+    """YAML 1.1 makes an unquoted date a date, which is no JSON data: a spec keeps the
+    text, and writes it back quoted (so it stays a string)."""
+    monkeypatch.setattr(spec, "LOADER", loader)
+    path = tmp_path / "dated.yaml"
+    path.write_text("a: 2024-06-01\nb: 2001-12-14 21:59:43.10 -5\nc: '2024'\n", encoding="utf-8")
+    read = load(path)
+    assert read == {"a": "2024-06-01", "b": "2001-12-14 21:59:43.10 -5", "c": "2024"}
+    assert yaml.safe_load(yaml.dump(read, Dumper=spec._Dumper)) == read
+
+
+def test_a_value_that_is_no_json_data_is_refused_with_its_path():
+    import datetime
+
+    body = full_spec()
+    body["render_inputs"]["variables"] = {"today": datetime.date(2024, 6, 1)}
+    with pytest.raises(SpecError, match=r"^x\.yaml: render_inputs\.variables\.today: a date "):
+        validate(body, "x.yaml")
+    body["render_inputs"]["variables"] = {"items": [1, {"k": float("nan")}]}
+    with pytest.raises(SpecError, match=r"^x\.yaml: render_inputs\.variables\.items\.1\.k: nan "):
+        validate(body, "x.yaml")
+    body["render_inputs"]["variables"] = {"text": "a\ud800b"}
+    with pytest.raises(SpecError, match=r"variables\.text: 'a\\ud800b' holds a lone surrogate"):
+        validate(body, "x.yaml")
+
+
 def test_both_loaders_read_every_committed_spec_alike():
     paths = sorted(Path(ROOT, "specs").glob("*.yaml"))
     assert paths

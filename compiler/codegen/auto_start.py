@@ -12,18 +12,25 @@ through an environment variable, ``CHATFMT_STARTED_<NAME>``):
    ``--chat-template``, else the tokenizer's (the one a request with tools renders, as
    transformers picks it); with the tokenizer's bos and eos tokens.
 2. A reviewed spec: the first ``*.yaml`` in the specs folder (``CHATFMT_SPECS``, else
-   the one the plugin was written with) whose ``template.sha256`` is the template's.
-3. Else the unreviewed spec cached in ``<cache>/<sha256>-<compiler version>/``
-   (``CHATFMT_CACHE``, else the plugin's, else ``$XDG_CACHE_HOME/chatfmt``), and else
-   the analysis: ``python -m compiler analyze`` in a subprocess (its sandbox sets
-   process-wide limits and alarms that must not touch the server), its spec written
-   there. Every file is written whole or not at all (a temporary file in the same
-   folder, then ``os.replace``), so servers that start at once may analyse the same
-   template twice but never read half a file.
+   the one the plugin was written with) whose ``template.sha256`` is the template's,
+   each read as YAML by the compiler (compiler/codegen/auto_lookup.py, which also says
+   which compiler it is); a file there that does not load, or records no template
+   hash, stops the start (it may be this template's).
+3. Else the unreviewed spec cached in ``<cache>/<sha256>-<key>/`` (``CHATFMT_CACHE``,
+   else the plugin's, else ``$XDG_CACHE_HOME/chatfmt``), where the key is a hash of all
+   else the analysis is given (the tokenizer's bos and eos) and of the compiler itself
+   (its files and pinned libraries, not its version string); and else the analysis:
+   ``python -m compiler analyze`` in a subprocess (its sandbox sets process-wide limits
+   and alarms that must not touch the server), its spec written there. Every file is
+   written whole or not at all (a temporary file in the same folder, then
+   ``os.replace``), so servers that start at once may analyse the same template twice
+   but never read half a file.
 4. The parser: ``python -m compiler export standalone SPEC``, cached beside the spec.
 
 The compiler runs as ``CHATFMT_PYTHON -m compiler`` (default: the server's own
-interpreter). Where any step fails, or the template writes neither tool calls nor
+interpreter). Relative paths in ``CHATFMT_PYTHON``, ``CHATFMT_SPECS`` and
+``CHATFMT_CACHE`` are the server's (its working folder); the compiler runs in a folder
+of the cache. Where any step fails, or the template writes neither tool calls nor
 reasoning, the server does not start: ``SystemExit`` with one line saying why (a
 server that silently returned calls as text would be worse).
 """
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -48,7 +56,10 @@ MAX_FILE = 1 << 20
 # Seconds the compiler may take for one step: its sandbox gives a template's renders
 # 60 s; the rest is importing it and writing the parser.
 COMPILER_TIMEOUT = 300
-VERSION_PREFIX = "chatfmt "
+# What the start-up asks the compiler first (compiler/codegen/auto_lookup.py), and the
+# mark of its answer.
+LOOKUP = "compiler.codegen.auto_lookup"
+LOOKUP_ANSWER = "chatfmt auto lookup"
 # A cache file's mode: mkstemp makes its file private, and the cache may be shared.
 FILE_MODE = 0o644
 
@@ -64,6 +75,14 @@ class Template(NamedTuple):
     bos: str | None
     eos: str | None
     origin: str  # where it came from, for the log
+
+
+class Compiler(NamedTuple):
+    """The compiler an interpreter runs."""
+
+    python: str
+    version: str
+    fingerprint: str  # of its files and pinned libraries: a cache key
 
 
 class Resolved(NamedTuple):
@@ -127,35 +146,6 @@ def _read(path: str, what: str, limit: int | None = MAX_FILE) -> str:
         raise Refused(f"cannot read {what} {path}: {error}") from None
 
 
-# The template's hash as a spec records it (``template: {path, sha256}``), block or
-# flow style, read without a YAML parser (the plugin imports the standard library only).
-_TEMPLATE_BLOCK = re.compile(r"^template:[ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)", re.M)
-_TEMPLATE_FLOW = re.compile(r"^template:[ \t]*(\{[^}]*\})", re.M)
-_SHA256 = re.compile(r"(?:^|[\s{,])sha256:[ \t]*(['\"]?)([0-9a-f]{64})\1(?=[\s,}]|$)", re.M)
-
-
-def recorded_sha256(spec_text: str) -> str | None:
-    """The ``template.sha256`` a spec's text records, or None."""
-    match = _TEMPLATE_BLOCK.search(spec_text) or _TEMPLATE_FLOW.search(spec_text)
-    found = _SHA256.search(match.group(1)) if match else None
-    return found.group(2) if found else None
-
-
-def reviewed_spec(folder: str, digest: str) -> str | None:
-    """The first spec (by name) in ``folder`` recorded for the template ``digest``."""
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError as error:
-        raise Refused(f"cannot read the reviewed specs folder {folder}: {error}") from None
-    for name in names:
-        path = os.path.join(folder, name)
-        if not name.endswith(".yaml") or not os.path.isfile(path):
-            continue
-        if recorded_sha256(_read(path, "the spec")) == digest:
-            return path
-    return None
-
-
 # --------------------------------------------------------------------------- the compiler
 
 
@@ -167,9 +157,21 @@ def compiler(python: str, args: list[str], what: str, cwd: str) -> str:
 
 
 def _run(command: list[str], what: str, cwd: str) -> str:
+    done = _execute(command, what, cwd)
+    if done.returncode != 0:
+        raise Refused(f"{what} failed: {_last_line(done)} ({shlex.join(command)})")
+    return done.stdout
+
+
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else f"exit status {done.returncode}"
+
+
+def _execute(command: list[str], what: str, cwd: str) -> subprocess.CompletedProcess:
     python = command[0]
     try:
-        done = subprocess.run(
+        return subprocess.run(
             command,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -183,31 +185,58 @@ def _run(command: list[str], what: str, cwd: str) -> str:
         raise Refused(f"{what} took more than {COMPILER_TIMEOUT} s") from None
     except OSError as error:
         raise Refused(f"{what}: cannot run {python}: {error}") from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        why = lines[-1].strip() if lines else f"exit status {done.returncode}"
-        raise Refused(f"{what} failed: {why} ({shlex.join(command)})")
-    return done.stdout
 
 
-def compiler_version(python: str, cwd: str) -> str:
-    """The version of the compiler ``python`` runs (a cache key: a spec is the
-    analysis of one version)."""
-    # Its version alone: the command line would import the whole compiler (0.5 s).
-    ask = f"import compiler; print({VERSION_PREFIX!r} + compiler.__version__)"
+_INSTALL = (
+    "install the compiler in the server's environment (pip install chatfmt, or pip "
+    "install -e a checkout of it) or name an interpreter that has it in CHATFMT_PYTHON"
+)
+
+
+def ask_compiler(
+    python: str, digest: str, specs: str | None, cwd: str
+) -> tuple[Compiler, str | None]:
+    """The compiler ``python`` runs, and the reviewed spec in ``specs`` whose template
+    hash is ``digest`` (None: none there), as the compiler reads the specs (YAML);
+    Refused where the interpreter has no usable compiler or a reviewed spec does not
+    load."""
+    command = [python, "-m", LOOKUP, "--template-sha256", digest]
+    if specs is not None:
+        command += ["--specs", specs]
+    what = "asking the compiler which it is and for a reviewed spec"
     try:
-        said = _run([python, "-c", ask], "asking the compiler its version", cwd)
+        done = _execute(command, what, cwd)
     except Refused as error:
-        raise Refused(
-            f"{error}; install the compiler in the server's environment "
-            "(pip install chatfmt, or pip install -e a checkout of it) or name an "
-            "interpreter that has it in CHATFMT_PYTHON"
-        ) from None
-    version = said.strip()
-    number = version[len(VERSION_PREFIX) :]
-    if not version.startswith(VERSION_PREFIX) or not re.fullmatch(r"[\w.+-]+", number):
-        raise Refused(f"{python} -m compiler is not chatfmt's compiler (it says {version!r})")
-    return number
+        raise Refused(f"{error}; {_INSTALL}") from None
+    if done.returncode != 0:
+        raise Refused(f"{what} failed: {_last_line(done)} ({shlex.join(command)}); {_INSTALL}")
+    try:
+        said = json.loads(done.stdout)
+    except ValueError:
+        said = None
+    if not isinstance(said, dict) or said.get("answer") != LOOKUP_ANSWER:
+        shown = done.stdout.strip()[:200]
+        raise Refused(f"{python} -m {LOOKUP} is not chatfmt's compiler (it says {shown!r})")
+    if said.get("refused"):
+        raise Refused(str(said["refused"]))
+    version, fingerprint = said.get("version"), said.get("fingerprint")
+    reviewed = said.get("reviewed")
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9a-f]{64}", str(fingerprint)):
+        raise Refused(f"{python} -m {LOOKUP} answers without its version and fingerprint")
+    installed = Compiler(python, version, str(fingerprint))
+    return installed, reviewed if isinstance(reviewed, str) else None
+
+
+def entry_name(template: Template, installed: Compiler) -> str:
+    """The cache folder of the ``installed`` compiler's analysis of ``template``: the
+    template's hash, then a hash of all else that shapes the spec (every input the
+    analysis is given, and the compiler's fingerprint): another eos token, or another
+    compiler, makes another entry."""
+    given = {
+        key: value for key, value in template._asdict().items() if key not in ("text", "origin")
+    }
+    key = json.dumps({"inputs": given, "compiler": installed.fingerprint}, sort_keys=True)
+    return f"{sha256(template.text)}-{sha256(key)[:32]}"
 
 
 def _token_flags(template: Template) -> list[str]:
@@ -247,21 +276,23 @@ def resolve(
     """The parser module for ``template``: from a reviewed spec in ``specs`` whose
     template hash is the template's, else from the spec cached for it, else from a
     fresh analysis (cached). One line of ``log`` says which, and how to review it."""
-    digest = sha256(template.text)
+    # The compiler runs in a folder of the cache: paths it is given must not be the
+    # server's relative ones.
+    cache, specs = os.path.abspath(cache), os.path.abspath(specs) if specs else None
+    python = interpreter(python)
     os.makedirs(cache, exist_ok=True)
-    version = compiler_version(python, cache)
-    reviewed = reviewed_spec(specs, digest) if specs is not None else None
+    installed, reviewed = ask_compiler(python, sha256(template.text), specs, cache)
     if reviewed is not None:
-        module = _reviewed_module(reviewed, os.path.join(cache, "reviewed-"), version, python)
+        module = _reviewed_module(reviewed, os.path.join(cache, "reviewed-"), installed)
         log(f"chatfmt: {template.origin}: serving the reviewed spec {reviewed}")
         return Resolved(module, reviewed, "reviewed")
-    entry = os.path.join(cache, f"{digest}-{version}")
+    entry = os.path.join(cache, entry_name(template, installed))
     os.makedirs(entry, exist_ok=True)
     jinja, spec = os.path.join(entry, "template.jinja"), os.path.join(entry, "spec.yaml")
-    took = None if os.path.isfile(spec) else _analyse(template, jinja, spec, python)
+    took = None if os.path.isfile(spec) else _analyse(template, jinja, spec, installed.python)
     module = os.path.join(entry, "module.py")
     if not os.path.isfile(module):
-        _export(python, spec, module)
+        _export(installed.python, spec, module)
     explain = shlex.join(["python", "-m", "compiler", "explain", jinja, *_token_flags(template)])
     where = specs or "a folder named by CHATFMT_SPECS"
     review = f"review it with `{explain}` and put the reviewed spec in {where}"
@@ -278,15 +309,15 @@ def resolve(
     return Resolved(module, spec, "analysed")
 
 
-def _reviewed_module(spec: str, prefix: str, version: str, python: str) -> str:
-    """The parser of a reviewed spec, made once per version of the spec's text (an
-    edit to it makes a new one) and of the compiler."""
-    digest = hashlib.sha256(_read(spec, "the spec").encode("utf-8")).hexdigest()
-    entry = f"{prefix}{digest}-{version}"
+def _reviewed_module(spec: str, prefix: str, installed: Compiler) -> str:
+    """The parser of a reviewed spec, made once per text of the spec (an edit to it
+    makes a new one) and compiler (its fingerprint)."""
+    digest = sha256(_read(spec, "the spec"))
+    entry = f"{prefix}{digest}-{installed.fingerprint[:32]}"
     os.makedirs(entry, exist_ok=True)
     module = os.path.join(entry, "module.py")
     if not os.path.isfile(module):
-        _export(python, spec, module)
+        _export(installed.python, spec, module)
     return module
 
 
@@ -486,6 +517,15 @@ def drop_flag(argv: list[str], flag: str, name: str) -> bool:
 
 
 # --------------------------------------------------------------------------- start
+
+
+def interpreter(python: str) -> str:
+    """``python`` as a path that holds in any folder: a relative path with a folder in
+    it is the server's (the compiler runs in a folder of the cache); a bare name is
+    looked up on PATH, wherever it runs."""
+    if os.sep in python or (os.altsep is not None and os.altsep in python):
+        return os.path.abspath(python)
+    return python
 
 
 def default_cache() -> str:

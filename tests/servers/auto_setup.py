@@ -61,8 +61,7 @@ def corpus() -> dict[str, Path]:
     itself)."""
     found = {}
     for path in sorted(SPECS.glob("*.yaml")):
-        digest = auto_start.recorded_sha256(path.read_text(encoding="utf-8"))
-        recorded = _recorded_path(path)
+        recorded, digest = _recorded(path)
         template = (SPECS / recorded).resolve()
         assert auto_start.sha256(template.read_text(encoding="utf-8")) == digest, path
         found[path.stem] = template
@@ -85,8 +84,10 @@ def reviewed_for(slug: str) -> str:
     )
 
 
-def _recorded_path(spec: Path) -> str:
-    return yaml.safe_load(spec.read_text(encoding="utf-8"))["template"]["path"]
+def _recorded(spec: Path) -> tuple[str, str]:
+    """The template's path and sha256 a spec records."""
+    template = yaml.safe_load(spec.read_text(encoding="utf-8"))["template"]
+    return template["path"], template["sha256"]
 
 
 def model_folder(name: str, template: str, bos: str | None = None, eos: str | None = None) -> Path:
