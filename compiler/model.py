@@ -571,6 +571,9 @@ class Format:
     # whether thinking is on without it (capabilities.thinking_switch); None: none.
     thinking_switch: tuple[str, bool] | None = None
     messages: Messages | None = None  # a turn of several messages (the spec's messages)
+    # What every generation prompt ends with, from each marker in it on (the spec's
+    # prompt.ends_with), the longest first: written again at the output's start.
+    prompt_ends: tuple[str, ...] = ()
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -638,18 +641,14 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         tools = polyfill_rules.fallback_tools(spec["polyfills"]["fallback_call"])
         triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
-    stop = tuple(spec["end_of_turn"]["markers"])
     switch = spec["capabilities"].get("thinking_switch")
-    if tokens is not None:
-        # The real eos (and the tokenizer's other end tokens) end a turn too.
-        stop += tuple(text for text in tokens.eos_texts if text not in stop)
     return Format(
         slug=slug,
         origin=origin,
         reasoning=_reasoning(spec["reasoning"], where),
         content=_content(spec["content"], where),
         calls=_calls(tools, where),
-        stop=stop,
+        stop=_stop(spec, tokens),
         tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
         triggers=triggers,
         preserved_tokens=tuple(spec["grammar"]["preserved_tokens"]),
@@ -658,7 +657,30 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         tokens=tokens,
         thinking_switch=(switch["variable"], switch["default"]) if switch else None,
         messages=_messages(spec, where),
+        prompt_ends=tuple(
+            sorted(
+                dict.fromkeys(t for t in (spec.get("prompt") or {}).get("ends_with") or () if t),
+                key=len,
+                reverse=True,
+            )
+        ),
     )
+
+
+def _stop(spec: dict, tokens: Tokens | None) -> tuple[str, ...]:
+    """The end-of-turn strings known literally: the spec's markers; the eos the
+    template was rendered with, where the source gave it (``--eos-token``); the
+    tokenizer's end tokens where the source has a tokenizer, else the headers of the
+    messages that may follow the turn (which a model without its tokenizer's stop
+    tokens may write next)."""
+    section = spec["end_of_turn"]
+    found = list(section["markers"])
+    found.append((spec.get("render_inputs") or {}).get("eos_token") or "")
+    if tokens is not None:
+        found += tokens.eos_texts
+    else:
+        found += section.get("next_headers") or ()
+    return tuple(dict.fromkeys(text for text in found if text))
 
 
 def _messages(spec: dict, where: _Where) -> Messages | None:

@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 2).
+"""The runtime every format module in this folder runs on (runtime interface 3).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -34,7 +34,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 2
+INTERFACE = 3
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -114,6 +114,10 @@ EOS_TOKEN_IDS: list[int] = _given("EOS_TOKEN_IDS", [])
 GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
+
+# What every generation prompt ends with, from each marker in it on, the longest
+# first: an output that starts with one of them writes it again (dropped there).
+PROMPT_ENDS: tuple[str, ...] = _given("PROMPT_ENDS", ())
 
 # --- reasoning ---------------------------------------------------------------------
 # Outputs may hold a reasoning block: its opener ("" where none: the output starts
@@ -374,6 +378,12 @@ def _pieces(literal):
     found = _PIECES.get(literal)
     if found is not None:
         return found
+    if _ARRAY_CLOSER and literal == _ARRAY_CLOSER:
+        # The section's calls are one JSON array, which ends at this ']': JSON allows
+        # whitespace after it, before the rest of the closer ('[…]\n```' for '[…]```').
+        words, trail = _pieces(literal.strip()[1:] + literal[len(literal.rstrip()) :])
+        found = _PIECES[literal] = (["]"] + words, trail)
+        return found
     core = literal.strip()
     pieces = []
     start = at = 0
@@ -397,6 +407,16 @@ def _pieces(literal):
 # The markers a literal is cut after, longest first (a marker may start another).
 _TOKENS = sorted((token for token in PRESERVED_TOKENS if token.strip()), key=len)[::-1]
 _PIECES: dict = {}
+# The section's closer, where the section holds the calls as one JSON array (its
+# opener ends with '[', the closer starts with ']' and goes on): cut after the ']'.
+_ARRAY_CLOSER = (
+    SECTION_END
+    if JSON_CALLS
+    and SECTION_START.rstrip().endswith("[")
+    and SECTION_END.strip().startswith("]")
+    and len(SECTION_END.strip()) > 1
+    else ""
+)
 
 
 def _head(literal):
@@ -639,13 +659,61 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text):
-    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
-    trimmed = text.rstrip()
+def _stop_run(text, end):
+    """Where the end-of-turn markers written one after another that end
+    ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
+    where one ends in another the longest written is read: a model may write the
+    template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
+    and the markers of a run are bounded by STOP's."""
+    at = end
+    used = []
+    while True:
+        found = ""
+        for stop in STOP:
+            if (
+                stop
+                and len(stop) > len(found)
+                and stop not in used
+                and text.endswith(stop, 0, at)
+            ):
+                found = stop
+        if not found:
+            return at
+        used.append(found)
+        at -= len(found)
+
+
+# How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
+_STOP_REACH = sum(map(len, STOP))
+
+
+def _stop_at(text):
+    """Where the end-of-turn markers that end ``text`` (whitespace after them aside)
+    begin (``_stop_run``); ``len(text)`` where none does."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    at = _stop_run(text, end)
+    return at if at < end else len(text)
+
+
+def _stops_begin(text):
+    """Where what may still turn out to be only end-of-turn markers at the end of
+    ``text`` begins: whole markers (whitespace after them), or markers and then
+    the beginning of one at the very end; ``len(text)`` where nothing may."""
+    begun = len(text)
     for stop in STOP:
-        if trimmed.endswith(stop):
-            return trimmed[: len(trimmed) - len(stop)]
-    return text
+        begun = min(begun, _partial_at(text, stop))
+    if begun < len(text):
+        return _stop_run(text, begun)
+    return _stop_at(text)
+
+
+def _strip_stop(text):
+    """Drop the end-of-turn markers (and whitespace) at the end of the text
+    (``_stop_run``: one after another, each once, the longest where one ends in
+    another)."""
+    return text[: _stop_at(text)]
 
 
 def _before_break(text):
@@ -722,10 +790,8 @@ def _settled(text, markers):
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
+    at = _stop_run(kept, len(kept))
+    return len(kept[:at].rstrip()) if at < len(kept) else len(kept)
 
 
 def _undecided(head, markers):
@@ -764,10 +830,12 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
+    """Whether ``text`` may still turn out to be just end-of-turn markers, with
+    whitespace around them (whitespace after a part of one ends that hope)."""
+    if not any(STOP):
+        return False
     head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
+    return _stops_begin(head) == 0
 
 
 def _name_end(text, at, after, options):
@@ -853,6 +921,52 @@ def _opener(text):
         if text.startswith(start):
             return len(start)
     return 0
+
+
+# --- what the prompt ends with, written again (PROMPT_ENDS) --------------------------
+
+
+class _Echo:
+    """The output less what the generation prompt ends with, where the output starts
+    with it (whitespace before it aside): an engine may hand over the prompt's last
+    marker with the output (``<|start|>assistant<|channel|>final…``), and the
+    output follows it. Fed in pieces or whole it writes the same text; once the
+    start of the output has decided (``done``) it writes each piece as it comes."""
+
+    def __init__(self):
+        self.done = False
+        self._space = []  # the whitespace the output starts with (set aside as it comes)
+        self._head = ""  # what follows it, while it may still be one of PROMPT_ENDS
+
+    def feed(self, chunk):
+        if self.done:
+            return chunk
+        if not self._head:
+            text = chunk.lstrip()
+            if len(text) < len(chunk):
+                self._space.append(chunk[: len(chunk) - len(text)])
+            chunk = text
+        head = self._head = self._head + chunk
+        for end in PROMPT_ENDS:
+            if head.startswith(end):
+                self.done = True
+                self._space, self._head = [], ""
+                return head[len(end) :]  # (with the whitespace before it)
+        if not head or _undecided(head, PROMPT_ENDS):
+            return ""
+        return self.finish()
+
+    def finish(self):
+        self.done = True
+        text = "".join(self._space) + self._head
+        self._space, self._head = [], ""
+        return text
+
+
+def _without_echo(text):
+    """``text`` as _Echo writes it, read whole."""
+    echo = _Echo()
+    return echo.feed(text) + echo.finish()
 
 
 # --- a turn written as several messages (MESSAGE_OPENER) ------------------------------
@@ -3103,6 +3217,8 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if PROMPT_ENDS:
+        text = _without_echo(text)  # what the prompt wrote, written again
     if MESSAGE_OPENER and not strict:
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
@@ -3187,31 +3303,22 @@ _PREFIX_TAILS: dict = {}
 
 
 def _final_stop_apart(text):
-    """(``text`` less a final end-of-turn marker, that marker with the whitespace
-    after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text.rstrip())
-    for stop in STOP:
-        if stop and text.endswith(stop, 0, end):
-            return text[: end - len(stop)], text[end - len(stop) :]
-    return text, ""
+    """(``text`` less its final end-of-turn markers, those markers with the
+    whitespace after them), the markers found as ``_strip_stop`` finds them."""
+    at = _stop_at(text)
+    return text[:at], text[at:]
 
 
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    at = _stops_begin(text)
+    return at < len(text) and any(
+        _cut_short(text[:at], 0, each, others) for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -3455,6 +3562,9 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        # What the prompt ends with, written again where the output starts (None
+        # once the start of the output has decided).
+        self._echo: _Echo | None = _Echo() if PROMPT_ENDS else None
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
@@ -3462,6 +3572,10 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if PROMPT_ENDS and self._echo is not None and type(chunk) is str:
+            chunk = self._echo.feed(chunk)
+            if self._echo.done:
+                self._echo = None
         if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
             chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
@@ -3498,9 +3612,12 @@ class StreamParser:
     def finish(self):
         """The remaining deltas, once the output has ended."""
         early: list = []
+        if PROMPT_ENDS and self._echo is not None and not self._eof:
+            rest, self._echo = self._echo.finish(), None
+            early = self.feed(rest)
         if MESSAGE_OPENER and self._messages is not None and not self._eof:
             rest, self._messages = self._messages.finish(), None
-            early = self.feed(rest)
+            early += self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -3661,7 +3778,7 @@ class StreamParser:
             # delimiter: the text is reasoning only if the delimiter comes. It waits
             # in _maybe_reasoning (the pending text is copied with every chunk), but for
             # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+            margin = max(len(REASONING_END), _STOP_REACH)
             while not self._eof and REASONING_END not in self._pending:
                 cut = max(0, len(self._pending) - margin)
                 self._maybe_reasoning.append(self._pending[:cut])
@@ -3724,7 +3841,7 @@ class StreamParser:
             return False
         held = self._maybe_reasoning
         # (what may still be the closer, or the end-of-turn marker feed keeps apart)
-        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        margin = max(len(REASONING_END), _STOP_REACH)
         while not self._eof and REASONING_END not in self._pending:
             cut = max(0, len(self._pending) - margin)
             held.append(self._pending[:cut])

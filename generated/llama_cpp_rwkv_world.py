@@ -114,7 +114,7 @@ SPEC = {
     },
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {"markers": [], "tokenizer_eos": False, "next_headers": []},
     "grammar": {"triggers": [], "preserved_tokens": ["<think>", "</think>"]},
     "polyfills": {
         "reasoning": "content",
@@ -455,4 +455,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -170,7 +170,7 @@ SPEC = {
         },
         "end_of_turn_after_calls": ["</tool_call>"],
     },
-    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False},
+    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False, "next_headers": []},
     "grammar": {
         "triggers": [
             {"type": "word", "value": "]<]minimax[>[<tool_call>\n]<]minimax[>["}
@@ -550,4 +550,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

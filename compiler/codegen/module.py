@@ -107,6 +107,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         TOKEN_IDS=fmt.token_ids,
         BOS_TOKEN_ID=fmt.tokens.bos_id if fmt.tokens else None,
         EOS_TOKEN_IDS=list(fmt.tokens.eos_ids) if fmt.tokens else [],
+        PROMPT_ENDS=fmt.prompt_ends,
         HAS_REASONING=reasoning.has_block,
         REASONING_START=reasoning.start if reasoning.has_block else "",
         REASONING_STARTS=reasoning.starts if reasoning.has_block else (),

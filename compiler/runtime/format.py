@@ -44,6 +44,10 @@ GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
+# What every generation prompt ends with, from each marker in it on, the longest
+# first: an output that starts with one of them writes it again (dropped there).
+PROMPT_ENDS: tuple[str, ...] = _given("PROMPT_ENDS", ())
+
 # --- reasoning ---------------------------------------------------------------------
 # Outputs may hold a reasoning block: its opener ("" where none: the output starts
 # inside it), the opener and others real outputs write (overrides), longest first,

@@ -14,6 +14,7 @@ from .format import (
     HAS_CALLS,
     HAS_REASONING,
     MESSAGE_OPENER,
+    PROMPT_ENDS,
     REASONING_END,
     REASONING_START,
     SECTION_BEFORE_CONTENT,
@@ -29,6 +30,7 @@ from .text import (
     _opener,
     _skip_space,
     _strip_stop,
+    _without_echo,
 )
 from .values import _SchemaTypes
 
@@ -101,6 +103,8 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if PROMPT_ENDS:
+        text = _without_echo(text)  # what the prompt wrote, written again
     if MESSAGE_OPENER and not strict:
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)

@@ -71,6 +71,7 @@ from .format import (
     NAME_PATH,
     OPTIONAL_PARTS,
     OWN_VALUES,
+    PROMPT_ENDS,
     QUOTED_STRINGS,
     RAW_STRINGS,
     REASONING_END,
@@ -98,6 +99,7 @@ from .text import (
     _before_break,
     _cut_short,
     _decided,
+    _Echo,
     _good_name,
     _match,
     _maybe_stop,
@@ -110,7 +112,10 @@ from .text import (
     _seek,
     _settled,
     _short_of_break,
+    _STOP_REACH,
+    _stop_at,
     _stops,
+    _stops_begin,
     _strip_stop,
     _trim_end,
     _undecided,
@@ -154,31 +159,22 @@ _PREFIX_TAILS: dict = {}
 
 
 def _final_stop_apart(text):
-    """(``text`` less a final end-of-turn marker, that marker with the whitespace
-    after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text.rstrip())
-    for stop in STOP:
-        if stop and text.endswith(stop, 0, end):
-            return text[: end - len(stop)], text[end - len(stop) :]
-    return text, ""
+    """(``text`` less its final end-of-turn markers, those markers with the
+    whitespace after them), the markers found as ``_strip_stop`` finds them."""
+    at = _stop_at(text)
+    return text[:at], text[at:]
 
 
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    at = _stops_begin(text)
+    return at < len(text) and any(
+        _cut_short(text[:at], 0, each, others) for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -422,6 +418,9 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        # What the prompt ends with, written again where the output starts (None
+        # once the start of the output has decided).
+        self._echo: _Echo | None = _Echo() if PROMPT_ENDS else None
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
@@ -429,6 +428,10 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if PROMPT_ENDS and self._echo is not None and type(chunk) is str:
+            chunk = self._echo.feed(chunk)
+            if self._echo.done:
+                self._echo = None
         if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
             chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
@@ -465,9 +468,12 @@ class StreamParser:
     def finish(self):
         """The remaining deltas, once the output has ended."""
         early: list = []
+        if PROMPT_ENDS and self._echo is not None and not self._eof:
+            rest, self._echo = self._echo.finish(), None
+            early = self.feed(rest)
         if MESSAGE_OPENER and self._messages is not None and not self._eof:
             rest, self._messages = self._messages.finish(), None
-            early = self.feed(rest)
+            early += self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -628,7 +634,7 @@ class StreamParser:
             # delimiter: the text is reasoning only if the delimiter comes. It waits
             # in _maybe_reasoning (the pending text is copied with every chunk), but for
             # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+            margin = max(len(REASONING_END), _STOP_REACH)
             while not self._eof and REASONING_END not in self._pending:
                 cut = max(0, len(self._pending) - margin)
                 self._maybe_reasoning.append(self._pending[:cut])
@@ -691,7 +697,7 @@ class StreamParser:
             return False
         held = self._maybe_reasoning
         # (what may still be the closer, or the end-of-turn marker feed keeps apart)
-        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        margin = max(len(REASONING_END), _STOP_REACH)
         while not self._eof and REASONING_END not in self._pending:
             cut = max(0, len(self._pending) - margin)
             held.append(self._pending[:cut])
