@@ -111,11 +111,23 @@ class Content:
     end: str  # "" where no marker closes it
     # Whether the prompt writes the opener, (thinking on, thinking off).
     opened_by_prompt: tuple[bool, bool] = (False, False)
+    # Other wrappers real outputs write (overrides): (opener, closer; "" where none
+    # closes it).
+    start_also: tuple[tuple[str, str], ...] = ()
 
     @property
     def wrapped(self) -> bool:
         """Whether a marker may open the content."""
         return self.mode != "plain" and bool(self.start)
+
+    @property
+    def wrappers(self) -> tuple[tuple[str, str], ...]:
+        """Every (opener, closer) the reader takes, the longest opener first (it wins
+        where two match); () where the content is not wrapped."""
+        if not self.wrapped:
+            return ()
+        found = dict.fromkeys(((self.start, self.end), *self.start_also))
+        return tuple(sorted(found, key=lambda pair: len(pair[0]), reverse=True))
 
     @property
     def always_wrapped(self) -> bool:
@@ -129,7 +141,10 @@ class Content:
             "always_wrapped": "always",
             "wrapped_with_tools": "where tools are given",
         }.get(self.mode, "after reasoning")
-        return f"{self.start!r}{closer} ({when})"
+        also = "".join(
+            f", or {start!r}" + (f" ... {end!r}" if end else "") for start, end in self.start_also
+        )
+        return f"{self.start!r}{closer} ({when}){also}"
 
 
 @dataclass(frozen=True)
@@ -822,7 +837,15 @@ def _content(section: dict, where: _Where) -> Content:
         raise where.fail(
             "content.opened_by_prompt", "a content the prompt opens needs its closer"
         )
-    return Content(mode, start, end, opened_by_prompt)
+    also = tuple((item["start"], item.get("end") or "") for item in section.get("start_also") or ())
+    if also and not start:
+        raise where.fail("content.start_also", "other openers need an opener")
+    for number, (other, _) in enumerate(also):
+        if not other.strip():
+            raise where.fail(f"content.start_also.{number}.start", "an opener must write more than whitespace")
+        if other == start or other in [item[0] for item in also[:number]]:
+            raise where.fail(f"content.start_also.{number}.start", "an opener is given once")
+    return Content(mode, start, end, opened_by_prompt, also)
 
 
 def _syntax(section: dict | None, where: _Where) -> ValueSyntax | None:

@@ -143,6 +143,10 @@ CONTENT_WRAPPED: bool = _given("CONTENT_WRAPPED", False)
 CONTENT_ALWAYS_WRAPPED: bool = _given("CONTENT_ALWAYS_WRAPPED", False)
 CONTENT_START: str = _given("CONTENT_START", "")
 CONTENT_END: str = _given("CONTENT_END", "")
+# Every opener the content may open with and its closer ("" where none), the longest
+# opener first, where real outputs write others beside the template's (overrides);
+# () where they do not.
+CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
 # Whether the prompt writes the content's opener, per enable_thinking: the output
 # starts inside the content, which CONTENT_END ends.
 CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
@@ -379,8 +383,9 @@ def _pieces(literal):
     if found is not None:
         return found
     if _ARRAY_CLOSER and literal == _ARRAY_CLOSER:
-        # The section's calls are one JSON array, which ends at this ']': JSON allows
-        # whitespace after it, before the rest of the closer ('[…]\n```' for '[…]```').
+        # The section's calls are one JSON array, which ends at this ']': JSON
+        # allows whitespace after it, before the rest of the closer ('[…]\n```'
+        # for '[…]```').
         words, trail = _pieces(literal.strip()[1:] + literal[len(literal.rstrip()) :])
         found = _PIECES[literal] = (["]"] + words, trail)
         return found
@@ -659,14 +664,15 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _stop_run(text, end):
+def _stop_run(text, end, begun=()):
     """Where the end-of-turn markers written one after another that end
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
-    and the markers of a run are bounded by STOP's."""
+    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    has already (one begun after it)."""
     at = end
-    used = []
+    used = list(begun)
     while True:
         found = ""
         for stop in STOP:
@@ -701,12 +707,12 @@ def _stops_begin(text):
     """Where what may still turn out to be only end-of-turn markers at the end of
     ``text`` begins: whole markers (whitespace after them), or markers and then
     the beginning of one at the very end; ``len(text)`` where nothing may."""
-    begun = len(text)
+    found = len(text)
     for stop in STOP:
-        begun = min(begun, _partial_at(text, stop))
-    if begun < len(text):
-        return _stop_run(text, begun)
-    return _stop_at(text)
+        begun = _partial_at(text, stop)
+        if begun < len(text):
+            found = min(found, _stop_run(text, begun, (stop,)))
+    return found if found < len(text) else _stop_at(text)
 
 
 def _strip_stop(text):
@@ -906,6 +912,24 @@ def _cut_short(text, at, literal, others=()):
 _CUT_SPACE = 64
 
 
+def _content_opener(text):
+    """(the length of the content's opener ``text`` starts with, the closer that
+    goes with it): the template's, or where real outputs write others
+    (CONTENT_STARTS), the longest written; (0, CONTENT_END) where none is."""
+    for start, end in CONTENT_STARTS:
+        if text.startswith(start):
+            return len(start), end
+    if not CONTENT_STARTS and CONTENT_START and text.startswith(CONTENT_START):
+        return len(CONTENT_START), CONTENT_END
+    return 0, CONTENT_END
+
+
+# The content's openers, and the closers of those real outputs write besides the
+# template's (CONTENT_STARTS).
+_CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START,)
+_CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
     template may open it only where no tools are given)."""
@@ -935,8 +959,10 @@ class _Echo:
 
     def __init__(self):
         self.done = False
-        self._space = []  # the whitespace the output starts with (set aside as it comes)
-        self._head = ""  # what follows it, while it may still be one of PROMPT_ENDS
+        # The whitespace the output starts with (set aside as it comes), and what
+        # follows it while it may still be one of PROMPT_ENDS.
+        self._space = []
+        self._head = ""
 
     def feed(self, chunk):
         if self.done:
@@ -951,7 +977,7 @@ class _Echo:
             if head.startswith(end):
                 self.done = True
                 self._space, self._head = [], ""
-                return head[len(end) :]  # (with the whitespace before it)
+                return head[len(end) :]  # (the whitespace before it dropped too)
         if not head or _undecided(head, PROMPT_ENDS):
             return ""
         return self.finish()
@@ -3190,22 +3216,23 @@ def _read_content(text, strict, opened=False):
     """The content between its markers; text outside them is kept. ``opened``: the
     prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if stripped.startswith(CONTENT_START):
-        body = stripped[len(CONTENT_START) :]
+    opener, closer = _content_opener(stripped)
+    if opener:
+        body = stripped[opener:]
     elif opened:
         body = stripped
     else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    if not CONTENT_END:
+    if not closer:
         return body.strip()
-    end = body.find(CONTENT_END)
+    end = body.find(closer)
     if end < 0:
         return body.strip()
-    rest = body[end + len(CONTENT_END) :]
+    rest = body[end + len(closer) :]
     if strict and rest.strip():
-        raise ValueError("text after %r at offset %d" % (CONTENT_END, end))
+        raise ValueError("text after %r at offset %d" % (closer, end))
     return (body[:end] + rest).strip()
 
 
@@ -3381,8 +3408,8 @@ _REASONING_STOPS = (
     _stops(REASONING_END, *_SEEKS) if TRIGGER_ALSO else _stops(REASONING_END, _SEEK)
 )
 _CONTENT_STOPS = (
-    _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
-    if TRIGGER_ALSO
+    _stops(CONTENT_END, TURN_BREAK, *_SEEKS, *_CONTENT_CLOSERS)
+    if TRIGGER_ALSO or _CONTENT_CLOSERS
     else (
         _stops(_SEEK, CONTENT_END, TURN_BREAK)
         if TURN_BREAK
@@ -3522,6 +3549,9 @@ class StreamParser:
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
         )
+        # What closes the content: its closer, or that of the other opener real
+        # outputs write (CONTENT_STARTS), once the content opens with it.
+        self._content_end = CONTENT_END
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -3871,11 +3901,12 @@ class StreamParser:
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
         text then starts with it; the content's first closer is dropped."""
-        while not self._eof and _undecided(self._pending.lstrip(), (CONTENT_START,)):
+        while not self._eof and _undecided(self._pending.lstrip(), _CONTENT_OPENERS):
             self._pending = self._pending.lstrip()
             yield
         self._pending = self._pending.lstrip()
-        return len(CONTENT_START) if self._pending.startswith(CONTENT_START) else 0
+        size, self._content_end = _content_opener(self._pending)
+        return size
 
     def _open_section(self):
         """Drop the calls' section opener that the content starts with, where a turn
@@ -3893,7 +3924,7 @@ class StreamParser:
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         yield from self._read_plain(
-            bool((opener or self._content_opened) and CONTENT_END)
+            bool((opener or self._content_opened) and self._content_end)
         )
 
     def _read_plain(self, closing):
@@ -3902,16 +3933,18 @@ class StreamParser:
         while True:
             pending = self._pending
             if closing:
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    self._pending = (
+                        pending[:end] + pending[end + len(self._content_end) :]
+                    )
                     closing = False
                     continue
             if self._eof:
                 self._send("content", pending, final=True)
                 self._pending = ""
                 return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            keep = _settled(pending, (self._content_end,) if closing else ())
             self._send("content", pending[:keep])
             self._hold(pending[keep:])
             self._run = run
@@ -3929,7 +3962,7 @@ class StreamParser:
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
         closing = bool(
-            (opener or (self._content_opened and not called)) and CONTENT_END
+            (opener or (self._content_opened and not called)) and self._content_end
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
@@ -3946,19 +3979,21 @@ class StreamParser:
                 at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if TRIGGER_ALSO:
                     limit = (
                         at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
                     )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
-                if end >= 0 and end + len(CONTENT_END) <= limit:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                if end >= 0 and end + len(self._content_end) <= limit:
+                    self._pending = (
+                        pending[:end] + pending[end + len(self._content_end) :]
+                    )
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
-                        search = max(end, search - len(CONTENT_END))
+                        search = max(end, search - len(self._content_end))
                     continue
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
@@ -4009,7 +4044,7 @@ class StreamParser:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
             return len(_trim_end(pending[:keep], markers))
-        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
             keep = _short_of_break(pending, keep)
@@ -4026,7 +4061,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool((opener or self._content_opened) and CONTENT_END)
+        closing = bool((opener or self._content_opened) and self._content_end)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 

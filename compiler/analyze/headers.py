@@ -75,7 +75,9 @@ def following(talk: Conversation, caps: Capabilities, ends: list[str]) -> tuple[
     markers, those after calls, the content's closer, a message's end), which
     stands before a header and is no part of it."""
     answer = {"role": "assistant", "content": samples.CONTENT}
-    followers = [("user", answer, {"role": "user", "content": samples.USER_2}, None)]
+    followers: list[tuple[str, dict, dict, list | None]] = [
+        ("user", answer, {"role": "user", "content": samples.USER_2}, None)
+    ]
     if caps.tool_calls and caps.tool_responses:
         call = samples.tool_call(as_string=not caps.object_arguments)
         asks = {"role": "assistant", "content": "", "tool_calls": [call]}

@@ -125,6 +125,7 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         CONTENT_ALWAYS_WRAPPED=content.always_wrapped,
         CONTENT_START=content.start if content.wrapped else "",
         CONTENT_END=content.end if content.wrapped else "",
+        CONTENT_STARTS=content.wrappers if content.start_also else (),
         CONTENT_OPENED=dict(zip((True, False), content.opened_by_prompt, strict=True)),
         HAS_CALLS=calls is not None,
         MESSAGE_OPENER=fmt.messages.opener if fmt.messages else "",

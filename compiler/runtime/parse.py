@@ -7,7 +7,6 @@ from .format import (
     BARE_CALLS,
     CONTENT_AFTER_CALLS,
     CONTENT_ALWAYS_WRAPPED,
-    CONTENT_END,
     CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
@@ -25,6 +24,7 @@ from .stream import _past_broken
 from .text import (
     _SEEK,
     _before_break,
+    _content_opener,
     _in_messages,
     _opened_by_prompt,
     _opener,
@@ -76,22 +76,23 @@ def _read_content(text, strict, opened=False):
     """The content between its markers; text outside them is kept. ``opened``: the
     prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if stripped.startswith(CONTENT_START):
-        body = stripped[len(CONTENT_START) :]
+    opener, closer = _content_opener(stripped)
+    if opener:
+        body = stripped[opener:]
     elif opened:
         body = stripped
     else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    if not CONTENT_END:
+    if not closer:
         return body.strip()
-    end = body.find(CONTENT_END)
+    end = body.find(closer)
     if end < 0:
         return body.strip()
-    rest = body[end + len(CONTENT_END) :]
+    rest = body[end + len(closer) :]
     if strict and rest.strip():
-        raise ValueError("text after %r at offset %d" % (CONTENT_END, end))
+        raise ValueError("text after %r at offset %d" % (closer, end))
     return (body[:end] + rest).strip()
 
 

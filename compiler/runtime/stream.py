@@ -52,7 +52,6 @@ from .format import (
     CONTENT_AS_UNIT,
     CONTENT_END,
     CONTENT_OPENED,
-    CONTENT_START,
     CONTENT_WRAPPED,
     ELEMENTS,
     END_AFTER_CALLS,
@@ -91,12 +90,15 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
+    _CONTENT_CLOSERS,
+    _CONTENT_OPENERS,
     _LONGEST_NAME,
     _SEEK,
     _SEEKS,
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _content_opener,
     _cut_short,
     _decided,
     _Echo,
@@ -237,8 +239,8 @@ _REASONING_STOPS = (
     _stops(REASONING_END, *_SEEKS) if TRIGGER_ALSO else _stops(REASONING_END, _SEEK)
 )
 _CONTENT_STOPS = (
-    _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
-    if TRIGGER_ALSO
+    _stops(CONTENT_END, TURN_BREAK, *_SEEKS, *_CONTENT_CLOSERS)
+    if TRIGGER_ALSO or _CONTENT_CLOSERS
     else (
         _stops(_SEEK, CONTENT_END, TURN_BREAK)
         if TURN_BREAK
@@ -378,6 +380,9 @@ class StreamParser:
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
         )
+        # What closes the content: its closer, or that of the other opener real
+        # outputs write (CONTENT_STARTS), once the content opens with it.
+        self._content_end = CONTENT_END
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -727,11 +732,12 @@ class StreamParser:
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
         text then starts with it; the content's first closer is dropped."""
-        while not self._eof and _undecided(self._pending.lstrip(), (CONTENT_START,)):
+        while not self._eof and _undecided(self._pending.lstrip(), _CONTENT_OPENERS):
             self._pending = self._pending.lstrip()
             yield
         self._pending = self._pending.lstrip()
-        return len(CONTENT_START) if self._pending.startswith(CONTENT_START) else 0
+        size, self._content_end = _content_opener(self._pending)
+        return size
 
     def _open_section(self):
         """Drop the calls' section opener that the content starts with, where a turn
@@ -749,7 +755,7 @@ class StreamParser:
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         yield from self._read_plain(
-            bool((opener or self._content_opened) and CONTENT_END)
+            bool((opener or self._content_opened) and self._content_end)
         )
 
     def _read_plain(self, closing):
@@ -758,16 +764,18 @@ class StreamParser:
         while True:
             pending = self._pending
             if closing:
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if end >= 0:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                    self._pending = (
+                        pending[:end] + pending[end + len(self._content_end) :]
+                    )
                     closing = False
                     continue
             if self._eof:
                 self._send("content", pending, final=True)
                 self._pending = ""
                 return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            keep = _settled(pending, (self._content_end,) if closing else ())
             self._send("content", pending[:keep])
             self._hold(pending[keep:])
             self._run = run
@@ -785,7 +793,7 @@ class StreamParser:
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
         closing = bool(
-            (opener or (self._content_opened and not called)) and CONTENT_END
+            (opener or (self._content_opened and not called)) and self._content_end
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
@@ -802,19 +810,21 @@ class StreamParser:
                 at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if TRIGGER_ALSO:
                     limit = (
                         at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
                     )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
-                if end >= 0 and end + len(CONTENT_END) <= limit:
-                    self._pending = pending[:end] + pending[end + len(CONTENT_END) :]
+                if end >= 0 and end + len(self._content_end) <= limit:
+                    self._pending = (
+                        pending[:end] + pending[end + len(self._content_end) :]
+                    )
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
-                        search = max(end, search - len(CONTENT_END))
+                        search = max(end, search - len(self._content_end))
                     continue
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
@@ -865,7 +875,7 @@ class StreamParser:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
             return len(_trim_end(pending[:keep], markers))
-        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
             keep = _short_of_break(pending, keep)
@@ -882,7 +892,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool((opener or self._content_opened) and CONTENT_END)
+        closing = bool((opener or self._content_opened) and self._content_end)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 

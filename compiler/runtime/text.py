@@ -10,8 +10,10 @@ from .format import (
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
+    CONTENT_END,
     CONTENT_HEADERS,
     CONTENT_START,
+    CONTENT_STARTS,
     HEADER_END,
     JSON_CALLS,
     MESSAGE_END,
@@ -67,8 +69,9 @@ def _pieces(literal):
     if found is not None:
         return found
     if _ARRAY_CLOSER and literal == _ARRAY_CLOSER:
-        # The section's calls are one JSON array, which ends at this ']': JSON allows
-        # whitespace after it, before the rest of the closer ('[…]\n```' for '[…]```').
+        # The section's calls are one JSON array, which ends at this ']': JSON
+        # allows whitespace after it, before the rest of the closer ('[…]\n```'
+        # for '[…]```').
         words, trail = _pieces(literal.strip()[1:] + literal[len(literal.rstrip()) :])
         found = _PIECES[literal] = (["]"] + words, trail)
         return found
@@ -347,14 +350,15 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _stop_run(text, end):
+def _stop_run(text, end, begun=()):
     """Where the end-of-turn markers written one after another that end
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
-    and the markers of a run are bounded by STOP's."""
+    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    has already (one begun after it)."""
     at = end
-    used = []
+    used = list(begun)
     while True:
         found = ""
         for stop in STOP:
@@ -389,12 +393,12 @@ def _stops_begin(text):
     """Where what may still turn out to be only end-of-turn markers at the end of
     ``text`` begins: whole markers (whitespace after them), or markers and then
     the beginning of one at the very end; ``len(text)`` where nothing may."""
-    begun = len(text)
+    found = len(text)
     for stop in STOP:
-        begun = min(begun, _partial_at(text, stop))
-    if begun < len(text):
-        return _stop_run(text, begun)
-    return _stop_at(text)
+        begun = _partial_at(text, stop)
+        if begun < len(text):
+            found = min(found, _stop_run(text, begun, (stop,)))
+    return found if found < len(text) else _stop_at(text)
 
 
 def _strip_stop(text):
@@ -594,6 +598,24 @@ def _cut_short(text, at, literal, others=()):
 _CUT_SPACE = 64
 
 
+def _content_opener(text):
+    """(the length of the content's opener ``text`` starts with, the closer that
+    goes with it): the template's, or where real outputs write others
+    (CONTENT_STARTS), the longest written; (0, CONTENT_END) where none is."""
+    for start, end in CONTENT_STARTS:
+        if text.startswith(start):
+            return len(start), end
+    if not CONTENT_STARTS and CONTENT_START and text.startswith(CONTENT_START):
+        return len(CONTENT_START), CONTENT_END
+    return 0, CONTENT_END
+
+
+# The content's openers, and the closers of those real outputs write besides the
+# template's (CONTENT_STARTS).
+_CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START,)
+_CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
     template may open it only where no tools are given)."""
@@ -623,8 +645,10 @@ class _Echo:
 
     def __init__(self):
         self.done = False
-        self._space = []  # the whitespace the output starts with (set aside as it comes)
-        self._head = ""  # what follows it, while it may still be one of PROMPT_ENDS
+        # The whitespace the output starts with (set aside as it comes), and what
+        # follows it while it may still be one of PROMPT_ENDS.
+        self._space = []
+        self._head = ""
 
     def feed(self, chunk):
         if self.done:
@@ -639,7 +663,7 @@ class _Echo:
             if head.startswith(end):
                 self.done = True
                 self._space, self._head = [], ""
-                return head[len(end) :]  # (with the whitespace before it)
+                return head[len(end) :]  # (the whitespace before it dropped too)
         if not head or _undecided(head, PROMPT_ENDS):
             return ""
         return self.finish()
