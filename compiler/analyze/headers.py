@@ -15,6 +15,8 @@ end-of-turn strings then (``end_of_turn.next_headers``).
 
 from __future__ import annotations
 
+import re
+
 from .. import samples
 from ..conversation import Conversation
 from ..diff import common_prefix_length, common_suffix_length, is_marker, tokens
@@ -138,9 +140,9 @@ def _render(talk: Conversation, messages: list[dict], tools) -> str | None:
 def _header(after: str, at: int, ends: list[str]) -> str | None:
     """What ``after`` writes from ``at`` for its last message before that message's
     text, less what ends the turn: its first line, up to the start of a JSON value,
-    or to whitespace or punctuation after a marker. None where that is no header: empty, long,
-    with no marker (a word the answer itself may end with), or holding a value we
-    gave."""
+    or to whitespace or punctuation after a marker. None where that is no header:
+    empty, long, with no marker (a word the answer itself may end with), or holding
+    a value we gave."""
     stop = after.find(samples.USER_2, at)
     if stop < 0:
         return None
@@ -158,7 +160,7 @@ def _header(after: str, at: int, ends: list[str]) -> str | None:
     for token in tokens(head.strip()):
         if token in _VALUE_STARTS or "\n" in token:
             break
-        if marked and not (is_marker(token) or token.isalnum() or token == "_"):
+        if marked and not (is_marker(token) or _WORD.fullmatch(token)):
             break  # after a marker, whitespace or punctuation ends the header
         marked = marked or is_marker(token)
         line += token
@@ -170,6 +172,7 @@ def _header(after: str, at: int, ends: list[str]) -> str | None:
 
 # Where a header's line gives way to the message's value (a tool result as JSON).
 _VALUE_STARTS = ("{", "[", '"', "'")
+_WORD = re.compile(r"\w+")
 
 
 def _back_over_shared(before: str, after: str, at: int, ends: list[str]) -> int:
