@@ -664,13 +664,14 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _stop_run(text, end, begun=()):
+def _stop_run(text, end, begun=(), once=False):
     """Where the end-of-turn markers written one after another that end
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
     and the markers of a run are bounded by STOP's. ``begun``: markers the run
-    has already (one begun after it)."""
+    has already (one begun after it); ``once``: one marker only, as the template
+    ends a turn (strict reading, as the grammars)."""
     at = end
     used = list(begun)
     while True:
@@ -687,19 +688,21 @@ def _stop_run(text, end, begun=()):
             return at
         used.append(found)
         at -= len(found)
+        if once:
+            return at
 
 
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
 _STOP_REACH = sum(map(len, STOP))
 
 
-def _stop_at(text):
+def _stop_at(text, once=False):
     """Where the end-of-turn markers that end ``text`` (whitespace after them aside)
     begin (``_stop_run``); ``len(text)`` where none does."""
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
-    at = _stop_run(text, end)
+    at = _stop_run(text, end, once=once)
     return at if at < end else len(text)
 
 
@@ -715,11 +718,11 @@ def _stops_begin(text):
     return found if found < len(text) else _stop_at(text)
 
 
-def _strip_stop(text):
+def _strip_stop(text, once=False):
     """Drop the end-of-turn markers (and whitespace) at the end of the text
     (``_stop_run``: one after another, each once, the longest where one ends in
-    another)."""
-    return text[: _stop_at(text)]
+    another; ``once``: the one marker the template writes, the longest)."""
+    return text[: _stop_at(text, once)]
 
 
 def _before_break(text):
@@ -3244,13 +3247,15 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    if PROMPT_ENDS:
-        text = _without_echo(text)  # what the prompt wrote, written again
+    if PROMPT_ENDS and not strict:
+        # what the prompt wrote, written again (the grammars, and strict reading, keep
+        # to the output after the prompt)
+        text = _without_echo(text)
     if MESSAGE_OPENER and not strict:
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
         text = _in_messages(text)
-    rest = _strip_stop(text)
+    rest = _strip_stop(text, once=strict)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
@@ -3266,7 +3271,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
-            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
+            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call

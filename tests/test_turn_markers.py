@@ -104,6 +104,10 @@ def test_a_list_of_end_of_turn_markers_ends_the_turn_the_model_writes(markers):
         ("<|im_end|> and <|endofturn|> are markers.", "<|im_end|> and <|endofturn|> are markers."),
     ]:
         assert _read(module, text)["content"] == content, text
+    # Strict reading keeps to the template's form, as the grammars do: one marker,
+    # the longest written.
+    strict = module.parse("It is 42.<|im_end|><|endofturn|>", strict=True)
+    assert strict["content"] == ("It is 42.<|im_end|>" if "<|im_end|>" in markers else "It is 42.")
 
 
 def test_the_eos_given_to_the_build_ends_a_turn(tmp_path):

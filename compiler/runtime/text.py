@@ -350,13 +350,14 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _stop_run(text, end, begun=()):
+def _stop_run(text, end, begun=(), once=False):
     """Where the end-of-turn markers written one after another that end
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
     and the markers of a run are bounded by STOP's. ``begun``: markers the run
-    has already (one begun after it)."""
+    has already (one begun after it); ``once``: one marker only, as the template
+    ends a turn (strict reading, as the grammars)."""
     at = end
     used = list(begun)
     while True:
@@ -373,19 +374,21 @@ def _stop_run(text, end, begun=()):
             return at
         used.append(found)
         at -= len(found)
+        if once:
+            return at
 
 
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
 _STOP_REACH = sum(map(len, STOP))
 
 
-def _stop_at(text):
+def _stop_at(text, once=False):
     """Where the end-of-turn markers that end ``text`` (whitespace after them aside)
     begin (``_stop_run``); ``len(text)`` where none does."""
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
-    at = _stop_run(text, end)
+    at = _stop_run(text, end, once=once)
     return at if at < end else len(text)
 
 
@@ -401,11 +404,11 @@ def _stops_begin(text):
     return found if found < len(text) else _stop_at(text)
 
 
-def _strip_stop(text):
+def _strip_stop(text, once=False):
     """Drop the end-of-turn markers (and whitespace) at the end of the text
     (``_stop_run``: one after another, each once, the longest where one ends in
-    another)."""
-    return text[: _stop_at(text)]
+    another; ``once``: the one marker the template writes, the longest)."""
+    return text[: _stop_at(text, once)]
 
 
 def _before_break(text):
