@@ -111,11 +111,23 @@ class Content:
     end: str  # "" where no marker closes it
     # Whether the prompt writes the opener, (thinking on, thinking off).
     opened_by_prompt: tuple[bool, bool] = (False, False)
+    # Other wrappers real outputs write (overrides): (opener, closer; "" where none
+    # closes it).
+    start_also: tuple[tuple[str, str], ...] = ()
 
     @property
     def wrapped(self) -> bool:
         """Whether a marker may open the content."""
         return self.mode != "plain" and bool(self.start)
+
+    @property
+    def wrappers(self) -> tuple[tuple[str, str], ...]:
+        """Every (opener, closer) the reader takes, the longest opener first (it wins
+        where two match); () where the content is not wrapped."""
+        if not self.wrapped:
+            return ()
+        found = dict.fromkeys(((self.start, self.end), *self.start_also))
+        return tuple(sorted(found, key=lambda pair: len(pair[0]), reverse=True))
 
     @property
     def always_wrapped(self) -> bool:
@@ -129,7 +141,10 @@ class Content:
             "always_wrapped": "always",
             "wrapped_with_tools": "where tools are given",
         }.get(self.mode, "after reasoning")
-        return f"{self.start!r}{closer} ({when})"
+        also = "".join(
+            f", or {start!r}" + (f" ... {end!r}" if end else "") for start, end in self.start_also
+        )
+        return f"{self.start!r}{closer} ({when}){also}"
 
 
 @dataclass(frozen=True)
@@ -574,6 +589,9 @@ class Format:
     # whether thinking is on without it (capabilities.thinking_switch); None: none.
     thinking_switch: tuple[str, bool] | None = None
     messages: Messages | None = None  # a turn of several messages (the spec's messages)
+    # What every generation prompt ends with, from each marker in it on (the spec's
+    # prompt.ends_with), the longest first: written again at the output's start.
+    prompt_ends: tuple[str, ...] = ()
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -641,18 +659,14 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         tools = polyfill_rules.fallback_tools(spec["polyfills"]["fallback_call"])
         triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
-    stop = tuple(spec["end_of_turn"]["markers"])
     switch = spec["capabilities"].get("thinking_switch")
-    if tokens is not None:
-        # The real eos (and the tokenizer's other end tokens) end a turn too.
-        stop += tuple(text for text in tokens.eos_texts if text not in stop)
     return Format(
         slug=slug,
         origin=origin,
         reasoning=_reasoning(spec["reasoning"], where),
         content=_content(spec["content"], where),
         calls=_calls(tools, where),
-        stop=stop,
+        stop=_stop(spec, tokens),
         tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
         triggers=triggers,
         preserved_tokens=tuple(spec["grammar"]["preserved_tokens"]),
@@ -661,7 +675,30 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         tokens=tokens,
         thinking_switch=(switch["variable"], switch["default"]) if switch else None,
         messages=_messages(spec, where),
+        prompt_ends=tuple(
+            sorted(
+                dict.fromkeys(t for t in (spec.get("prompt") or {}).get("ends_with") or () if t),
+                key=len,
+                reverse=True,
+            )
+        ),
     )
+
+
+def _stop(spec: dict, tokens: Tokens | None) -> tuple[str, ...]:
+    """The end-of-turn strings known literally: the spec's markers; the eos the
+    template was rendered with, where the source gave it (``--eos-token``); the
+    tokenizer's end tokens where the source has a tokenizer, else the headers of the
+    messages that may follow the turn (which a model without its tokenizer's stop
+    tokens may write next)."""
+    section = spec["end_of_turn"]
+    found = list(section["markers"])
+    found.append((spec.get("render_inputs") or {}).get("eos_token") or "")
+    if tokens is not None:
+        found += tokens.eos_texts
+    else:
+        found += section.get("next_headers") or ()
+    return tuple(dict.fromkeys(text for text in found if text))
 
 
 def _messages(spec: dict, where: _Where) -> Messages | None:
@@ -803,7 +840,15 @@ def _content(section: dict, where: _Where) -> Content:
         raise where.fail(
             "content.opened_by_prompt", "a content the prompt opens needs its closer"
         )
-    return Content(mode, start, end, opened_by_prompt)
+    also = tuple((item["start"], item.get("end") or "") for item in section.get("start_also") or ())
+    if also and not start:
+        raise where.fail("content.start_also", "other openers need an opener")
+    for number, (other, _) in enumerate(also):
+        if not other.strip():
+            raise where.fail(f"content.start_also.{number}.start", "an opener must write more than whitespace")
+        if other == start or other in [item[0] for item in also[:number]]:
+            raise where.fail(f"content.start_also.{number}.start", "an opener is given once")
+    return Content(mode, start, end, opened_by_prompt, also)
 
 
 def _syntax(section: dict | None, where: _Where) -> ValueSyntax | None:

@@ -115,6 +115,10 @@ GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
+# What every generation prompt ends with, from each marker in it on, the longest
+# first: an output that starts with one of them writes it again (dropped there).
+PROMPT_ENDS: tuple[str, ...] = _given("PROMPT_ENDS", ())
+
 # --- reasoning ---------------------------------------------------------------------
 # Outputs may hold a reasoning block: its opener ("" where none: the output starts
 # inside it), the opener and others real outputs write (overrides), longest first,
@@ -139,6 +143,10 @@ CONTENT_WRAPPED: bool = _given("CONTENT_WRAPPED", False)
 CONTENT_ALWAYS_WRAPPED: bool = _given("CONTENT_ALWAYS_WRAPPED", False)
 CONTENT_START: str = _given("CONTENT_START", "")
 CONTENT_END: str = _given("CONTENT_END", "")
+# Every opener the content may open with and its closer ("" where none), the longest
+# opener first, where real outputs write others beside the template's (overrides);
+# () where they do not.
+CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
 # Whether the prompt writes the content's opener, per enable_thinking: the output
 # starts inside the content, which CONTENT_END ends.
 CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
@@ -377,6 +385,13 @@ def _pieces(literal):
     found = _PIECES.get(literal)
     if found is not None:
         return found
+    if _ARRAY_CLOSER and literal == _ARRAY_CLOSER:
+        # The section's calls are one JSON array, which ends at this ']': JSON
+        # allows whitespace after it, before the rest of the closer ('[…]\n```'
+        # for '[…]```').
+        words, trail = _pieces(literal.strip()[1:] + literal[len(literal.rstrip()) :])
+        found = _PIECES[literal] = (["]"] + words, trail)
+        return found
     core = literal.strip()
     pieces = []
     start = at = 0
@@ -400,6 +415,16 @@ def _pieces(literal):
 # The markers a literal is cut after, longest first (a marker may start another).
 _TOKENS = sorted((token for token in PRESERVED_TOKENS if token.strip()), key=len)[::-1]
 _PIECES: dict = {}
+# The section's closer, where the section holds the calls as one JSON array (its
+# opener ends with '[', the closer starts with ']' and goes on): cut after the ']'.
+_ARRAY_CLOSER = (
+    SECTION_END
+    if JSON_CALLS
+    and SECTION_START.rstrip().endswith("[")
+    and SECTION_END.strip().startswith("]")
+    and len(SECTION_END.strip()) > 1
+    else ""
+)
 
 
 def _head(literal):
@@ -642,13 +667,65 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text):
-    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
-    trimmed = text.rstrip()
+def _stop_run(text, end, begun=(), once=False):
+    """Where the end-of-turn markers written one after another that end
+    ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
+    where one ends in another the longest written is read: a model may write the
+    template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
+    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    has already (one begun after it); ``once``: one marker only, as the template
+    ends a turn (strict reading, as the grammars)."""
+    at = end
+    used = list(begun)
+    while True:
+        found = ""
+        for stop in STOP:
+            if (
+                stop
+                and len(stop) > len(found)
+                and stop not in used
+                and text.endswith(stop, 0, at)
+            ):
+                found = stop
+        if not found:
+            return at
+        used.append(found)
+        at -= len(found)
+        if once:
+            return at
+
+
+# How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
+_STOP_REACH = sum(map(len, STOP))
+
+
+def _stop_at(text, once=False):
+    """Where the end-of-turn markers that end ``text`` (whitespace after them aside)
+    begin (``_stop_run``); ``len(text)`` where none does."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    at = _stop_run(text, end, once=once)
+    return at if at < end else len(text)
+
+
+def _stops_begin(text):
+    """Where what may still turn out to be only end-of-turn markers at the end of
+    ``text`` begins: whole markers (whitespace after them), or markers and then
+    the beginning of one at the very end; ``len(text)`` where nothing may."""
+    found = len(text)
     for stop in STOP:
-        if trimmed.endswith(stop):
-            return trimmed[: len(trimmed) - len(stop)]
-    return text
+        begun = _partial_at(text, stop)
+        if begun < len(text):
+            found = min(found, _stop_run(text, begun, (stop,)))
+    return found if found < len(text) else _stop_at(text)
+
+
+def _strip_stop(text, once=False):
+    """Drop the end-of-turn markers (and whitespace) at the end of the text
+    (``_stop_run``: one after another, each once, the longest where one ends in
+    another; ``once``: the one marker the template writes, the longest)."""
+    return text[: _stop_at(text, once)]
 
 
 def _before_break(text):
@@ -725,10 +802,8 @@ def _settled(text, markers):
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
+    at = _stop_run(kept, len(kept))
+    return len(kept[:at].rstrip()) if at < len(kept) else len(kept)
 
 
 def _undecided(head, markers):
@@ -767,10 +842,12 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
+    """Whether ``text`` may still turn out to be just end-of-turn markers, with
+    whitespace around them (whitespace after a part of one ends that hope)."""
+    if not any(STOP):
+        return False
     head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
+    return _stops_begin(head) == 0
 
 
 def _name_end(text, at, after, options):
@@ -841,6 +918,24 @@ def _cut_short(text, at, literal, others=()):
 _CUT_SPACE = 64
 
 
+def _content_opener(text):
+    """(the length of the content's opener ``text`` starts with, the closer that
+    goes with it): the template's, or where real outputs write others
+    (CONTENT_STARTS), the longest written; (0, CONTENT_END) where none is."""
+    for start, end in CONTENT_STARTS:
+        if text.startswith(start):
+            return len(start), end
+    if not CONTENT_STARTS and CONTENT_START and text.startswith(CONTENT_START):
+        return len(CONTENT_START), CONTENT_END
+    return 0, CONTENT_END
+
+
+# The content's openers, and the closers of those real outputs write besides the
+# template's (CONTENT_STARTS).
+_CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START,)
+_CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
     template may open it only where no tools are given)."""
@@ -856,6 +951,54 @@ def _opener(text):
         if text.startswith(start):
             return len(start)
     return 0
+
+
+# --- what the prompt ends with, written again (PROMPT_ENDS) --------------------------
+
+
+class _Echo:
+    """The output less what the generation prompt ends with, where the output starts
+    with it (whitespace before it aside): an engine may hand over the prompt's last
+    marker with the output (``<|start|>assistant<|channel|>final…``), and the
+    output follows it. Fed in pieces or whole it writes the same text; once the
+    start of the output has decided (``done``) it writes each piece as it comes."""
+
+    def __init__(self):
+        self.done = False
+        # The whitespace the output starts with (set aside as it comes), and what
+        # follows it while it may still be one of PROMPT_ENDS.
+        self._space = []
+        self._head = ""
+
+    def feed(self, chunk):
+        if self.done:
+            return chunk
+        if not self._head:
+            text = chunk.lstrip()
+            if len(text) < len(chunk):
+                self._space.append(chunk[: len(chunk) - len(text)])
+            chunk = text
+        head = self._head = self._head + chunk
+        for end in PROMPT_ENDS:
+            if head.startswith(end):
+                self.done = True
+                self._space, self._head = [], ""
+                return head[len(end) :]  # (the whitespace before it dropped too)
+        if not head or _undecided(head, PROMPT_ENDS):
+            return ""
+        return self.finish()
+
+    def finish(self):
+        self.done = True
+        text = "".join(self._space) + self._head
+        self._space, self._head = [], ""
+        return text
+
+
+def _without_echo(text):
+    """``text`` as _Echo writes it, read whole."""
+    echo = _Echo()
+    return echo.feed(text) + echo.finish()
 
 
 # --- a turn written as several messages (MESSAGE_OPENER) ------------------------------
@@ -3097,22 +3240,23 @@ def _read_content(text, strict, opened=False):
     """The content between its markers; text outside them is kept. ``opened``: the
     prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if stripped.startswith(CONTENT_START):
-        body = stripped[len(CONTENT_START) :]
+    opener, closer = _content_opener(stripped)
+    if opener:
+        body = stripped[opener:]
     elif opened:
         body = stripped
     else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    if not CONTENT_END:
+    if not closer:
         return body.strip()
-    end = body.find(CONTENT_END)
+    end = body.find(closer)
     if end < 0:
         return body.strip()
-    rest = body[end + len(CONTENT_END) :]
+    rest = body[end + len(closer) :]
     if strict and rest.strip():
-        raise ValueError("text after %r at offset %d" % (CONTENT_END, end))
+        raise ValueError("text after %r at offset %d" % (closer, end))
     return (body[:end] + rest).strip()
 
 
@@ -3124,11 +3268,15 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if PROMPT_ENDS and not strict:
+        # what the prompt wrote, written again (the grammars, and strict reading, keep
+        # to the output after the prompt)
+        text = _without_echo(text)
     if MESSAGE_OPENER and not strict:
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
         text = _in_messages(text)
-    rest = _strip_stop(text)
+    rest = _strip_stop(text, once=strict)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
@@ -3144,7 +3292,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
-            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
+            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call
@@ -3208,31 +3356,22 @@ _PREFIX_TAILS: dict = {}
 
 
 def _final_stop_apart(text):
-    """(``text`` less a final end-of-turn marker, that marker with the whitespace
-    after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text.rstrip())
-    for stop in STOP:
-        if stop and text.endswith(stop, 0, end):
-            return text[: end - len(stop)], text[end - len(stop) :]
-    return text, ""
+    """(``text`` less its final end-of-turn markers, those markers with the
+    whitespace after them), the markers found as ``_strip_stop`` finds them."""
+    at = _stop_at(text)
+    return text[:at], text[at:]
 
 
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    at = _stops_begin(text)
+    return at < len(text) and any(
+        _cut_short(text[:at], 0, each, others) for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -3295,8 +3434,8 @@ _REASONING_STOPS = (
     _stops(REASONING_END, *_SEEKS) if TRIGGER_ALSO else _stops(REASONING_END, _SEEK)
 )
 _CONTENT_STOPS = (
-    _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
-    if TRIGGER_ALSO
+    _stops(CONTENT_END, TURN_BREAK, *_SEEKS, *_CONTENT_CLOSERS)
+    if TRIGGER_ALSO or _CONTENT_CLOSERS
     else (
         _stops(_SEEK, CONTENT_END, TURN_BREAK)
         if TURN_BREAK
@@ -3436,6 +3575,9 @@ class StreamParser:
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
         )
+        # What closes the content: its closer, or that of the other opener real
+        # outputs write (CONTENT_STARTS), once the content opens with it.
+        self._content_end = CONTENT_END
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -3476,6 +3618,9 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        # What the prompt ends with, written again where the output starts (None
+        # once the start of the output has decided).
+        self._echo: _Echo | None = _Echo() if PROMPT_ENDS else None
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
@@ -3483,6 +3628,10 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if PROMPT_ENDS and self._echo is not None and type(chunk) is str:
+            chunk = self._echo.feed(chunk)
+            if self._echo.done:
+                self._echo = None
         if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
             chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
@@ -3519,9 +3668,12 @@ class StreamParser:
     def finish(self):
         """The remaining deltas, once the output has ended."""
         early: list = []
+        if PROMPT_ENDS and self._echo is not None and not self._eof:
+            rest, self._echo = self._echo.finish(), None
+            early = self.feed(rest)
         if MESSAGE_OPENER and self._messages is not None and not self._eof:
             rest, self._messages = self._messages.finish(), None
-            early = self.feed(rest)
+            early += self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -3682,7 +3834,7 @@ class StreamParser:
             # delimiter: the text is reasoning only if the delimiter comes. It waits
             # in _maybe_reasoning (the pending text is copied with every chunk), but for
             # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+            margin = max(len(REASONING_END), _STOP_REACH)
             while not self._eof and REASONING_END not in self._pending:
                 cut = max(0, len(self._pending) - margin)
                 self._maybe_reasoning.append(self._pending[:cut])
@@ -3745,7 +3897,7 @@ class StreamParser:
             return False
         held = self._maybe_reasoning
         # (what may still be the closer, or the end-of-turn marker feed keeps apart)
-        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        margin = max(len(REASONING_END), _STOP_REACH)
         while not self._eof and REASONING_END not in self._pending:
             cut = max(0, len(self._pending) - margin)
             held.append(self._pending[:cut])
@@ -3775,11 +3927,12 @@ class StreamParser:
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
         text then starts with it; the content's first closer is dropped."""
-        while not self._eof and _undecided(self._pending.lstrip(), (CONTENT_START,)):
+        while not self._eof and _undecided(self._pending.lstrip(), _CONTENT_OPENERS):
             self._pending = self._pending.lstrip()
             yield
         self._pending = self._pending.lstrip()
-        return len(CONTENT_START) if self._pending.startswith(CONTENT_START) else 0
+        size, self._content_end = _content_opener(self._pending)
+        return size
 
     def _open_section(self):
         """Drop the calls' section opener that the content starts with, where a turn
@@ -3797,7 +3950,7 @@ class StreamParser:
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         yield from self._read_plain(
-            bool((opener or self._content_opened) and CONTENT_END)
+            bool((opener or self._content_opened) and self._content_end)
         )
 
     def _read_plain(self, closing):
@@ -3806,7 +3959,7 @@ class StreamParser:
         while True:
             pending = self._pending
             if closing:
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if end >= 0:
                     self._pending = pending[self._without_closer(pending, end, 0) :]
                     closing = False
@@ -3815,7 +3968,7 @@ class StreamParser:
                 self._send("content", pending, final=True)
                 self._pending = ""
                 return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            keep = _settled(pending, (self._content_end,) if closing else ())
             self._send("content", pending[:keep])
             self._hold(pending[keep:])
             self._run = run
@@ -3833,7 +3986,7 @@ class StreamParser:
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
         closing = bool(
-            (opener or (self._content_opened and not called)) and CONTENT_END
+            (opener or (self._content_opened and not called)) and self._content_end
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
@@ -3850,20 +4003,20 @@ class StreamParser:
                 at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if TRIGGER_ALSO:
                     limit = (
                         at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
                     )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
-                if end >= 0 and end + len(CONTENT_END) <= limit:
+                if end >= 0 and end + len(self._content_end) <= limit:
                     sent = self._without_closer(pending, end, opener)
                     self._pending = self._pending[sent:]
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
-                        search = max(end, search - len(CONTENT_END))
+                        search = max(end, search - len(self._content_end))
                     search = max(0, search - sent)
                     if sent:
                         opener = 0
@@ -3915,7 +4068,7 @@ class StreamParser:
         marker is text, since the closer follows it, and finish() would strip it as
         the output's last were it left at the end of the pending text."""
         before = pending[:end]
-        self._pending = before + pending[end + len(CONTENT_END) :]
+        self._pending = before + pending[end + len(self._content_end) :]
         if not _final_stop_apart(before)[1]:
             return 0
         kept = before.rstrip()
@@ -3931,7 +4084,7 @@ class StreamParser:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
             return len(_trim_end(pending[:keep], markers))
-        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
             keep = _short_of_break(pending, keep)
@@ -3948,7 +4101,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool((opener or self._content_opened) and CONTENT_END)
+        closing = bool((opener or self._content_opened) and self._content_end)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object ({name: arguments}) + '', separated by ', '; section '<|tools_prefix|>[' ... ']<|tools_suffix|>'.
-End of turn: not marked.
+End of turn: '<|assistant_end|><|user_start|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,13 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["<|assistant_end|><|user_start|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|tools_prefix|>["}]
 PRESERVED_TOKENS: list[str] = ["<|tools_prefix|>", "<|tools_suffix|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|assistant_start|>",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<|tools_prefix|>["
 SECTION_START: str = "<|tools_prefix|>["
@@ -122,7 +123,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": False,
+        "next_headers": ["<|assistant_end|><|user_start|>"],
+    },
+    "prompt": {"ends_with": ["<|assistant_start|>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<|tools_prefix|>["}],
         "preserved_tokens": ["<|tools_prefix|>", "<|tools_suffix|>"],
@@ -152,7 +158,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "<|assistant_end|><|user_start|>" ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "s" ( "_" ( "p" ( "r" ( "e" ( "f" ( "i" ( "x" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tools_prefix|>" content-trig-from-16\n'
     'content-trig-from-16 ::= "["\n'
@@ -206,7 +212,7 @@ GBNF = (
     "tool-arguments ::= json-object\n"
     'call-open ::= ws "," ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "call-next ::= call-open tool-arguments json-close\n"
-    'calls-more-part ::= ws "]<|tools_suffix|>" end\n'
+    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-open-2 ::= ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "calls-rest ::= call-open-2 tool-arguments json-close calls-more\n"
@@ -220,7 +226,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "<|assistant_end|><|user_start|>" ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -240,7 +246,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-object\n"
     'call-open ::= ws "," ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "call-next ::= call-open tool-arguments json-close\n"
-    'calls-more-part ::= ws "]<|tools_suffix|>" end\n'
+    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-open-2 ::= "<|tools_prefix|>[" ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "calls-root ::= call-open-2 tool-arguments json-close calls-more\n"
@@ -250,14 +256,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]<|tools_suffix|>" end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
         "call-open": 'ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "call-open tool-arguments json-close calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]<|tools_suffix|>" end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
         "call-open": 'ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "call-open tool-arguments json-close calls-rest-part",
@@ -265,7 +271,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]<|tools_suffix|>" end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
         "call-open": '"<|tools_prefix|>[" ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-root-part": "calls-more",
         "calls-root": "call-open tool-arguments json-close calls-root-part",
@@ -299,12 +305,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:<\\|assistant_end\\|><\\|user_start\\|>\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tools_prefix\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tools_prefix\\|>/ & ~/(?s:.*)<\\|tools_prefix\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\|tools_suffix\\|>\\s*/\n"
+        "calls_more: /\\s*\\]<\\|tools_suffix\\|>(?:\\s*<\\|assistant_end\\|><\\|user_start\\|>)*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

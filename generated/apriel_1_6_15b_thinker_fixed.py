@@ -3,7 +3,7 @@
 Reasoning: from the start of the output up to '[BEGIN FINAL RESPONSE]'.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments) + '', separated by ', '; section '<tool_calls>[' ... ']</tool_calls>'.
-End of turn: not marked.
+End of turn: '<|end|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["<|end|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_calls>["}]
 PRESERVED_TOKENS: list[str] = [
     "[BEGIN FINAL RESPONSE]",
@@ -57,6 +57,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|begin_assistant|>\nHere are my reasoning steps:",)
 HAS_REASONING: bool = True
 REASONING_END: str = "[BEGIN FINAL RESPONSE]"
 OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
@@ -137,7 +138,8 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {"markers": [], "tokenizer_eos": False, "next_headers": ["<|end|>"]},
+    "prompt": {"ends_with": ["<|begin_assistant|>\nHere are my reasoning steps:"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_calls>["}],
         "preserved_tokens": ["[BEGIN FINAL RESPONSE]", "<tool_calls>", "</tool_calls>"],
@@ -162,7 +164,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-closed reply | reasoning-body end\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "<|end|>" ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( ">" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls>["\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -213,7 +215,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws "<|end|>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -273,7 +275,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "<|end|>" ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -299,7 +301,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws "<|end|>" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -310,7 +312,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]</tool_calls>" end',
+        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -322,7 +324,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-closed reply",
-        "calls-more": 'ws "]</tool_calls>" end',
+        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -331,7 +333,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]</tool_calls>" end',
+        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
         "call-first-name": '"<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -395,12 +397,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\/tool_calls>\\s*/\n"
+        "calls_more: /\\s*\\]<\\/tool_calls>(?:\\s*<\\|end\\|>)*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<seed:think>' ... '</seed:think>'.
 Content: plain text.
 Tool calls: tagged: '<seed:tool_call>\\n<function=' + <name> + '>\\n' + <arguments> + '</function>\\n</seed:tool_call>', separated by '\\n'.
-End of turn: '<seed:eos>'.
+End of turn: '<seed:eos>', '<seed:bos>user', '<seed:bos>tool', '<seed:bos>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<seed:eos>"]
+STOP: list[str] = ["<seed:eos>", "<seed:bos>user", "<seed:bos>tool", "<seed:bos>system"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<seed:tool_call>\n<function="}]
 PRESERVED_TOKENS: list[str] = [
     "<seed:think>",
@@ -61,6 +61,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<seed:bos>assistant",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<seed:think>"
 REASONING_STARTS: tuple[str, ...] = ("<seed:think>",)
@@ -157,7 +158,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<seed:eos>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<seed:eos>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<seed:bos>user", "<seed:bos>tool", "<seed:bos>system"],
+    },
+    "prompt": {"ends_with": ["<seed:bos>assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<seed:tool_call>\n<function="}],
         "preserved_tokens": [
@@ -195,7 +201,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<seed:eos>" ws )?\n'
+    'end ::= ws ( ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "s" content-body-2-2* ( "e" ( "e" ( "d" ( ":" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "s" content-body-2-2* "eed:tool_call>" content-trig-from-16\n'
     'content-body-from-16 ::= ( "\\n" ( "<" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )? )?\n'
@@ -280,7 +286,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<seed:eos>" )* end\n'
+    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws ">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -321,7 +327,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<seed:eos>" ws )?\n'
+    'end ::= ws ( ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ws )?\n'
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     "argument-key ::= [^\\x00- <>\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/parameter>"\n'
@@ -351,7 +357,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<seed:eos>" )* end\n'
+    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<seed:tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -361,7 +367,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<seed:eos>" )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -371,14 +377,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<seed:eos>" )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<seed:eos>" )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -452,12 +458,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<seed:eos>\\s*)?/\n"
+        "END: /\\s*(?:(?:<seed:eos>|<seed:bos>user|<seed:bos>tool|<seed:bos>system)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<seed:tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<seed:tool_call>/ & ~/(?s:.*)<seed:tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<seed:eos>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<seed:eos>|<seed:bos>user|<seed:bos>tool|<seed:bos>system))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>' (the prompt opens the block with thinking on).
 Content: '<|START_TEXT|>' (after reasoning).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
-End of turn: '<|END_TEXT|><|END_OF_TURN_TOKEN|>', '<|END_TEXT|>'.
+End of turn: '<|END_TEXT|><|END_OF_TURN_TOKEN|>', '<|END_TEXT|>', '<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>'.
 Thinking: switched by the template's 'reasoning', which enable_thinking stands for (on where a request does not give it).
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -48,7 +48,13 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|END_TEXT|><|END_OF_TURN_TOKEN|>", "<|END_TEXT|>"]
+STOP: list[str] = [
+    "<|END_TEXT|><|END_OF_TURN_TOKEN|>",
+    "<|END_TEXT|>",
+    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|START_ACTION|>["}]
 PRESERVED_TOKENS: list[str] = [
     "<|START_THINKING|>",
@@ -164,6 +170,11 @@ SPEC = {
     "end_of_turn": {
         "markers": ["<|END_TEXT|><|END_OF_TURN_TOKEN|>", "<|END_TEXT|>"],
         "tokenizer_eos": False,
+        "next_headers": [
+            "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>",
+        ],
     },
     "grammar": {
         "triggers": [{"type": "word", "value": "<|START_ACTION|>["}],
@@ -197,7 +208,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" ) ws )?\n'
+    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|START_ACTION|>" content-trig-from-16\n'
     'content-trig-from-16 ::= "["\n'
@@ -265,7 +276,7 @@ GBNF = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -311,7 +322,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" ) ws )?\n'
+    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|START_ACTION|>" content-trig-from-16\n'
     'content-trig-from-16 ::= "["\n'
@@ -379,7 +390,7 @@ _GRAMMAR_NO_THINKING = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -425,7 +436,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" ) ws )?\n'
+    'end ::= ws ( ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -457,7 +468,7 @@ GBNF_TOOLS = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -469,7 +480,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -482,7 +493,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -497,7 +508,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -506,7 +517,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -574,14 +585,14 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN | CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>)\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>)\\s*)?/\n"
         "CONTENT_OPEN: /\\s*<\\|START_TEXT\\|>(?s:.*)/ & ~/\\s*<\\|START_TEXT\\|>(?s:.*)<\\|START_ACTION\\|>(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|START_TEXT\\|>(?s:.*)<\\|START_ACTION\\|>/ & ~/\\s*<\\|START_TEXT\\|>(?s:.*)<\\|START_ACTION\\|>(?s:.+)/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|START_ACTION\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|START_ACTION\\|>/ & ~/(?s:.*)<\\|START_ACTION\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\](?:\\s*(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|END_ACTION\\|>|<\\|END_OF_TURN_TOKEN\\|>))*\\s*/\n"
+        "calls_more: /\\s*\\](?:\\s*(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>|<\\|END_ACTION\\|>|<\\|END_OF_TURN_TOKEN\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>'.
 Content: '<|START_RESPONSE|>' ... '<|END_RESPONSE|>' (always).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
-End of turn: '<|END_OF_TURN_TOKEN|>'.
+End of turn: '<|END_OF_TURN_TOKEN|>', '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|END_OF_TURN_TOKEN|>"]
+STOP: list[str] = [
+    "<|END_OF_TURN_TOKEN|>",
+    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|START_ACTION|>["}]
 PRESERVED_TOKENS: list[str] = [
     "<|START_THINKING|>",
@@ -145,7 +150,15 @@ SPEC = {
         },
         "end_of_turn_after_calls": ["<|END_ACTION|>"],
     },
-    "end_of_turn": {"markers": ["<|END_OF_TURN_TOKEN|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|END_OF_TURN_TOKEN|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
+        ],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<|START_ACTION|>["}],
         "preserved_tokens": [
@@ -178,7 +191,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? | "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|END_RESPONSE|>"\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|START_ACTION|>" content-trig-from-16\n'
@@ -269,7 +282,7 @@ GBNF = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -325,7 +338,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -357,7 +370,7 @@ GBNF_TOOLS = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -369,7 +382,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
         "call-first-name": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -387,7 +400,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
         "call-first-name": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -405,7 +418,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | end",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -473,13 +486,13 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:<\\|END_OF_TURN_TOKEN\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)\\s*)?/\n"
         "CONTENT_OPEN_CLOSED: /\\s*<\\|START_RESPONSE\\|>(?s:.*)<\\|END_RESPONSE\\|>/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
         "CONTENT_OPEN: /\\s*<\\|START_RESPONSE\\|>(?s:.*)/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|START_RESPONSE\\|>(?s:.*)<\\|START_ACTION\\|>/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\](?:\\s*(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|END_ACTION\\|>))*\\s*/\n"
+        "calls_more: /\\s*\\](?:\\s*(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_ACTION\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -2,8 +2,8 @@
 
 Reasoning: none.
 Content: plain text.
-Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[' ... ']```'.
-End of turn: '<|END_OF_TURN_TOKEN|>'.
+Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section 'Action:\\n```json\\n[' ... ']```'.
+End of turn: '<|END_OF_TURN_TOKEN|>', '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,15 +47,24 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|END_OF_TURN_TOKEN|>"]
-TRIGGERS: list[dict] = [{"type": 1, "value": "<|CHATBOT_TOKEN|>\nAction:\n```json\n["}]
-PRESERVED_TOKENS: list[str] = ["<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>"]
+STOP: list[str] = [
+    "<|END_OF_TURN_TOKEN|>",
+    "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>",
+    "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
+]
+TRIGGERS: list[dict] = [{"type": 1, "value": "Action:\n```json\n["}]
+PRESERVED_TOKENS: list[str] = ["<|END_OF_TURN_TOKEN|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+    "<|CHATBOT_TOKEN|>",
+)
 HAS_CALLS: bool = True
-TRIGGER: str = "<|CHATBOT_TOKEN|>\nAction:\n```json\n["
-SECTION_START: str = "<|CHATBOT_TOKEN|>\nAction:\n```json\n["
+TRIGGER: str = "Action:\n```json\n["
+SECTION_START: str = "Action:\n```json\n["
 SECTION_END: str = "]```"
 CALL_START: str = "\n    "
 CALL_SEPARATOR: str = ","
@@ -108,7 +117,7 @@ SPEC = {
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {
         "format": "json",
-        "section": {"start": "<|CHATBOT_TOKEN|>\nAction:\n```json\n[", "end": "]```"},
+        "section": {"start": "Action:\n```json\n[", "end": "]```"},
         "call": {"start": "\n    ", "end": "", "separator": ","},
         "json": {
             "name": "tool_name",
@@ -121,12 +130,21 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|END_OF_TURN_TOKEN|>"], "tokenizer_eos": False},
-    "grammar": {
-        "triggers": [
-            {"type": "word", "value": "<|CHATBOT_TOKEN|>\nAction:\n```json\n["}
+    "end_of_turn": {
+        "markers": ["<|END_OF_TURN_TOKEN|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>",
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
         ],
-        "preserved_tokens": ["<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>"],
+    },
+    "prompt": {
+        "ends_with": ["<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "<|CHATBOT_TOKEN|>"]
+    },
+    "grammar": {
+        "triggers": [{"type": "word", "value": "Action:\n```json\n["}],
+        "preserved_tokens": ["<|END_OF_TURN_TOKEN|>"],
     },
     "polyfills": {
         "reasoning": None,
@@ -148,80 +166,41 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "C" ( "H" ( "A" ( "T" ( "B" ( "O" ( "T" ( "_" ( "T" ( "O" ( "K" ( "E" ( "N" ( "|" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig ::= content-body-0-0* "<" content-body-1-1* "|CHATBOT_TOKEN|" content-trig-from-16\n'
-    'content-body-from-32 ::= ( "n" ( "\\n" )? )?\n'
-    'content-body-from-16 ::= ( ">" ( "\\n" ( "A" ( "c" ( "t" ( "i" ( "o" ( "n" ( ":" ( "\\n" ( "`" ( "`" ( "`" ( "j" ( "s" ( "o" content-body-from-32 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig-from-32 ::= "n\\n["\n'
-    'content-trig-from-16 ::= ">\\nAction:\\n```jso" content-trig-from-32\n'
-    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
-    'content-body-1-0 ::= [^<|] | "|" content-body-2-0\n'
-    'content-body-1-1 ::= [<] | "|" content-body-2-1\n'
-    'content-body-2-0 ::= [^<C] | "C" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "C" content-body-3-1\n'
-    'content-body-3-0 ::= [^<H] | "H" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "H" content-body-4-1\n'
-    'content-body-4-0 ::= [^<A] | "A" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "A" content-body-5-1\n'
-    'content-body-5-0 ::= [^<T] | "T" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "T" content-body-6-1\n'
-    'content-body-6-0 ::= [^<B] | "B" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "B" content-body-7-1\n'
-    'content-body-7-0 ::= [^<O] | "O" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "O" content-body-8-1\n'
-    'content-body-8-0 ::= [^<T] | "T" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "T" content-body-9-1\n'
-    'content-body-9-0 ::= [^<_] | "_" content-body-10-0\n'
-    'content-body-9-1 ::= [<] | "_" content-body-10-1\n'
-    'content-body-10-0 ::= [^<T] | "T" content-body-11-0\n'
-    'content-body-10-1 ::= [<] | "T" content-body-11-1\n'
-    'content-body-11-0 ::= [^<O] | "O" content-body-12-0\n'
-    'content-body-11-1 ::= [<] | "O" content-body-12-1\n'
-    'content-body-12-0 ::= [^<K] | "K" content-body-13-0\n'
-    'content-body-12-1 ::= [<] | "K" content-body-13-1\n'
-    'content-body-13-0 ::= [^<E] | "E" content-body-14-0\n'
-    'content-body-13-1 ::= [<] | "E" content-body-14-1\n'
-    'content-body-14-0 ::= [^<N] | "N" content-body-15-0\n'
-    'content-body-14-1 ::= [<] | "N" content-body-15-1\n'
-    'content-body-15-0 ::= [^<|] | "|" content-body-16-0\n'
-    'content-body-15-1 ::= [<] | "|" content-body-16-1\n'
-    'content-body-16-0 ::= [^<>] | ">" content-body-17-0\n'
-    'content-body-16-1 ::= [<] | ">" content-body-17-1\n'
-    'content-body-17-0 ::= [^\\n<] | "\\n" content-body-18-0\n'
-    'content-body-17-1 ::= [<] | "\\n" content-body-18-1\n'
-    'content-body-18-0 ::= [^<A] | "A" content-body-19-0\n'
-    'content-body-18-1 ::= [<] | "A" content-body-19-1\n'
-    'content-body-19-0 ::= [^<c] | "c" content-body-20-0\n'
-    'content-body-19-1 ::= [<] | "c" content-body-20-1\n'
-    'content-body-20-0 ::= [^<t] | "t" content-body-21-0\n'
-    'content-body-20-1 ::= [<] | "t" content-body-21-1\n'
-    'content-body-21-0 ::= [^<i] | "i" content-body-22-0\n'
-    'content-body-21-1 ::= [<] | "i" content-body-22-1\n'
-    'content-body-22-0 ::= [^<o] | "o" content-body-23-0\n'
-    'content-body-22-1 ::= [<] | "o" content-body-23-1\n'
-    'content-body-23-0 ::= [^<n] | "n" content-body-24-0\n'
-    'content-body-23-1 ::= [<] | "n" content-body-24-1\n'
-    'content-body-24-0 ::= [^:<] | ":" content-body-25-0\n'
-    'content-body-24-1 ::= [<] | ":" content-body-25-1\n'
-    'content-body-25-0 ::= [^\\n<] | "\\n" content-body-26-0\n'
-    'content-body-25-1 ::= [<] | "\\n" content-body-26-1\n'
-    'content-body-26-0 ::= [^<`] | "`" content-body-27-0\n'
-    'content-body-26-1 ::= [<] | "`" content-body-27-1\n'
-    'content-body-27-0 ::= [^<`] | "`" content-body-28-0\n'
-    'content-body-27-1 ::= [<] | "`" content-body-28-1\n'
-    'content-body-28-0 ::= [^<`] | "`" content-body-29-0\n'
-    'content-body-28-1 ::= [<] | "`" content-body-29-1\n'
-    'content-body-29-0 ::= [^<j] | "j" content-body-30-0\n'
-    'content-body-29-1 ::= [<] | "j" content-body-30-1\n'
-    'content-body-30-0 ::= [^<s] | "s" content-body-31-0\n'
-    'content-body-30-1 ::= [<] | "s" content-body-31-1\n'
-    'content-body-31-0 ::= [^<o] | "o" content-body-32-0\n'
-    'content-body-31-1 ::= [<] | "o" content-body-32-1\n'
-    'content-body-32-0 ::= [^<n] | "n" content-body-33-0\n'
-    'content-body-32-1 ::= [<] | "n" content-body-33-1\n'
-    'content-body-33-0 ::= [^\\n<] | "\\n" [^<\\x5B]\n'
-    'content-body-33-1 ::= [<] | "\\n" [<]\n'
+    'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
+    'content-body ::= content-body-0-0* ( "A" content-body-1-1* ( "c" ( "t" ( "i" ( "o" ( "n" ( ":" ( "\\n" ( "`" ( "`" ( "`" ( "j" ( "s" ( "o" ( "n" ( "\\n" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "A" content-body-1-1* "ction:\\n```json\\n" content-trig-from-16\n'
+    'content-trig-from-16 ::= "["\n'
+    'content-body-0-0 ::= [^A] | "A" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^Ac] | "c" content-body-2-0\n'
+    'content-body-1-1 ::= [A] | "c" content-body-2-1\n'
+    'content-body-2-0 ::= [^At] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [A] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^Ai] | "i" content-body-4-0\n'
+    'content-body-3-1 ::= [A] | "i" content-body-4-1\n'
+    'content-body-4-0 ::= [^Ao] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [A] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^An] | "n" content-body-6-0\n'
+    'content-body-5-1 ::= [A] | "n" content-body-6-1\n'
+    'content-body-6-0 ::= [^:A] | ":" content-body-7-0\n'
+    'content-body-6-1 ::= [A] | ":" content-body-7-1\n'
+    'content-body-7-0 ::= [^\\nA] | "\\n" content-body-8-0\n'
+    'content-body-7-1 ::= [A] | "\\n" content-body-8-1\n'
+    'content-body-8-0 ::= [^A`] | "`" content-body-9-0\n'
+    'content-body-8-1 ::= [A] | "`" content-body-9-1\n'
+    'content-body-9-0 ::= [^A`] | "`" content-body-10-0\n'
+    'content-body-9-1 ::= [A] | "`" content-body-10-1\n'
+    'content-body-10-0 ::= [^A`] | "`" content-body-11-0\n'
+    'content-body-10-1 ::= [A] | "`" content-body-11-1\n'
+    'content-body-11-0 ::= [^Aj] | "j" content-body-12-0\n'
+    'content-body-11-1 ::= [A] | "j" content-body-12-1\n'
+    'content-body-12-0 ::= [^As] | "s" content-body-13-0\n'
+    'content-body-12-1 ::= [A] | "s" content-body-13-1\n'
+    'content-body-13-0 ::= [^Ao] | "o" content-body-14-0\n'
+    'content-body-13-1 ::= [A] | "o" content-body-14-1\n'
+    'content-body-14-0 ::= [^An] | "n" content-body-15-0\n'
+    'content-body-14-1 ::= [A] | "n" content-body-15-1\n'
+    'content-body-15-0 ::= [^\\nA] | "\\n" [^A\\x5B]\n'
+    'content-body-15-1 ::= [A] | "\\n" [A]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -247,7 +226,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end\n'
+    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -262,7 +241,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|END_OF_TURN_TOKEN|>" ws )?\n'
+    'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -288,10 +267,10 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end\n'
+    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'call-first-name-2 ::= "<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
-    'call-first-arguments-2 ::= "<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
+    'call-first-name-2 ::= "Action:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= "Action:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
     "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-more\n"
 )
 
@@ -299,7 +278,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -307,7 +286,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -316,9 +295,9 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end',
-        "call-first-name": '"<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
-        "call-first-arguments": '"<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
+        "call-first-name": '"Action:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
+        "call-first-arguments": '"Action:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-root-part": "calls-more",
         "calls-root": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-root-part",
     },
@@ -328,13 +307,9 @@ _GRAMMAR_CHOICES = {
 _STRUCTURAL_TAG: dict = {
     "reasoning": {"on": None, "off": None},
     "calls": {
-        "triggers": ["<|CHATBOT_TOKEN|>\nAction:\n```json\n["],
+        "triggers": ["Action:\n```json\n["],
         "call_trigger": "",
-        "section": {
-            "begin": "<|CHATBOT_TOKEN|>\nAction:\n```json\n[",
-            "end": ["]```"],
-            "separator": ",",
-        },
+        "section": {"begin": "Action:\n```json\n[", "end": ["]```"], "separator": ","},
         "separator": ",",
         "variants": [[["text", "\n    "], ["arguments"], ["end", [""]]]],
         "json": {
@@ -359,12 +334,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|END_OF_TURN_TOKEN\\|>\\s*)?/\n"
-        "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|CHATBOT_TOKEN\\|>(?s:.*)/\n"
-        "CONTENT_TRIG: /(?s:.*)<\\|CHATBOT_TOKEN\\|>/ & ~/(?s:.*)<\\|CHATBOT_TOKEN\\|>(?s:.+)/\n"
+        "END: /\\s*(?:(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><results>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)\\s*)?/\n"
+        "CONTENT: /(?s:.*)/ & ~/(?s:.*)Action:\\x{a}```json\\x{a}\\[(?s:.*)/\n"
+        "CONTENT_TRIG: /(?s:.*)Action:\\x{a}```json\\x{a}\\[/ & ~/(?s:.*)Action:\\x{a}```json\\x{a}\\[(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]```(?:\\s*<\\|END_OF_TURN_TOKEN\\|>)*\\s*/\n"
+        "calls_more: /\\s*\\]```(?:\\s*(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><results>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
@@ -387,8 +362,8 @@ _LARK = {
         'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"tool_name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%\\s*\\{\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_01\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
-    "lead-full": "\\s*<\\|CHATBOT_TOKEN\\|>\\s*Action:\\x{a}```json\\x{a}\\[\\s*",
-    "lead-rest": "\\s*Action:\\x{a}```json\\x{a}\\[\\s*",
+    "lead-full": "\\s*Action:\\x{a}```json\\x{a}\\[\\s*",
+    "lead-rest": "\\s*",
     "lead-next": "\\s*,\\s*",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",

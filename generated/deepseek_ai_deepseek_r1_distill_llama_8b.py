@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on and thinking off).
 Content: plain text.
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
-End of turn: '<｜end▁of▁sentence｜>'.
+End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,13 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<｜end▁of▁sentence｜>"]
+STOP: list[str] = ["<｜end▁of▁sentence｜>", "<｜User｜>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<call>"}]
 PRESERVED_TOKENS: list[str] = ["<think>", "</think>", "<｜end▁of▁sentence｜>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<｜Assistant｜><think>", "<think>")
 HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
@@ -113,7 +114,12 @@ SPEC = {
     },
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": ["<｜end▁of▁sentence｜>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<｜end▁of▁sentence｜>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<｜User｜>"],
+    },
+    "prompt": {"ends_with": ["<｜Assistant｜><think>", "<think>"]},
     "grammar": {
         "triggers": [],
         "preserved_tokens": ["<think>", "</think>", "<｜end▁of▁sentence｜>"],
@@ -138,7 +144,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -176,7 +182,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -209,7 +215,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -236,7 +242,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -248,7 +254,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": '( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -260,7 +266,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": '( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -269,7 +275,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": '( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" ) )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</call>" calls-more',
@@ -329,12 +335,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<｜end▁of▁sentence｜>\\s*)?/\n"
+        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<call>/ & ~/(?s:.*)<call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<｜end▁of▁sentence｜>|<｜User｜>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

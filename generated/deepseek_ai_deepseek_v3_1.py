@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<｜tool▁call▁begin｜>' + <name> + '<｜tool▁sep｜>' + <arguments> + '<｜tool▁call▁end｜>', separated by ''; section '<｜tool▁calls▁begin｜>' ... '<｜tool▁calls▁end｜>'.
-End of turn: '<｜end▁of▁sentence｜>'.
+End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜tool▁output▁begin｜>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<｜end▁of▁sentence｜>"]
+STOP: list[str] = ["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜tool▁output▁begin｜>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<｜tool▁calls▁begin｜>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -135,7 +135,11 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<｜end▁of▁sentence｜>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<｜end▁of▁sentence｜>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<｜User｜>", "<｜tool▁output▁begin｜>"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<｜tool▁calls▁begin｜>"}],
         "preserved_tokens": [
@@ -169,7 +173,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "t" ( "o" ( "o" ( "l" ( "▁" ( "c" ( "a" ( "l" ( "l" ( "s" ( "▁" ( "b" ( "e" ( "g" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜tool▁calls▁beg" content-trig-from-16\n'
     'content-body-from-16 ::= ( "i" ( "n" ( "｜" )? )? )?\n'
@@ -231,7 +235,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -259,7 +263,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "t" ( "o" ( "o" ( "l" ( "▁" ( "c" ( "a" ( "l" ( "l" ( "s" ( "▁" ( "b" ( "e" ( "g" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜tool▁calls▁beg" content-trig-from-16\n'
     'content-body-from-16 ::= ( "i" ( "n" ( "｜" )? )? )?\n'
@@ -321,7 +325,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -349,7 +353,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ws )?\n'
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -370,7 +374,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>" ws tool-name ws "<｜tool▁sep｜>" ws "{" ws\n'
     'calls-root-part ::= ws "<｜tool▁call▁end｜>"\n'
@@ -381,7 +385,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -391,7 +395,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -403,13 +407,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>" ws tool-name ws "<｜tool▁sep｜>" ws "{" ws',
         "calls-root-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -472,12 +476,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<｜end▁of▁sentence｜>\\s*)?/\n"
+        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁output▁begin｜>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<｜tool▁calls▁begin｜>/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<｜tool▁calls▁end｜>(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
+        "calls_more: /\\s*<｜tool▁calls▁end｜>(?:\\s*(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁output▁begin｜>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

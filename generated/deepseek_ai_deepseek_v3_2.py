@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜function_calls>' ... '</｜DSML｜function_calls>'; real outputs also (overrides): calls with no section opener.
-End of turn: '<｜end▁of▁sentence｜>'.
+End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>', '<function_results>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<｜end▁of▁sentence｜>"]
+STOP: list[str] = ["<｜end▁of▁sentence｜>", "<｜User｜>", "<function_results>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<｜DSML｜function_calls>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -173,7 +173,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<｜end▁of▁sentence｜>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<｜end▁of▁sentence｜>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<｜User｜>", "<function_results>"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<｜DSML｜function_calls>"}],
         "preserved_tokens": [
@@ -213,7 +217,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "_" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜function_" content-trig-from-16\n'
     'content-body-from-16 ::= ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )?\n'
@@ -305,7 +309,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -333,7 +337,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "_" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜function_" content-trig-from-16\n'
     'content-body-from-16 ::= ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )?\n'
@@ -425,7 +429,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -453,7 +457,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
@@ -500,7 +504,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<｜DSML｜function_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -510,7 +514,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -520,7 +524,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -532,13 +536,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -616,12 +620,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<｜end▁of▁sentence｜>\\s*)?/\n"
+        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<function_results>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<｜DSML｜function_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<｜DSML｜function_calls>/ & ~/(?s:.*)<｜DSML｜function_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/｜DSML｜function_calls>(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
+        "calls_more: /\\s*<\\/｜DSML｜function_calls>(?:\\s*(?:<｜end▁of▁sentence｜>|<｜User｜>|<function_results>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

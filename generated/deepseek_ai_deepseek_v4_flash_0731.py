@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜tool_calls>' ... '</｜DSML｜tool_calls>'; real outputs also (overrides): calls with no section opener.
-End of turn: '<｜end▁of▁sentence｜>'.
+End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜User｜><tool_result>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<｜end▁of▁sentence｜>"]
+STOP: list[str] = ["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜User｜><tool_result>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<｜DSML｜tool_calls>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -171,7 +171,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<｜end▁of▁sentence｜>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<｜end▁of▁sentence｜>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<｜User｜>", "<｜User｜><tool_result>"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<｜DSML｜tool_calls>"}],
         "preserved_tokens": [
@@ -211,7 +215,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
     'content-body-from-16 ::= ( "s" )?\n'
@@ -295,7 +299,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -323,7 +327,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
     'content-body-from-16 ::= ( "s" )?\n'
@@ -407,7 +411,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -435,7 +439,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<｜end▁of▁sentence｜>" ws )?\n'
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
@@ -482,7 +486,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<｜DSML｜tool_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -492,7 +496,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -502,7 +506,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -514,13 +518,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws "<｜end▁of▁sentence｜>" )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -598,12 +602,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<｜end▁of▁sentence｜>\\s*)?/\n"
+        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<｜DSML｜tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<｜DSML｜tool_calls>/ & ~/(?s:.*)<｜DSML｜tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/｜DSML｜tool_calls>(?:\\s*<｜end▁of▁sentence｜>)*\\s*/\n"
+        "calls_more: /\\s*<\\/｜DSML｜tool_calls>(?:\\s*(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments) + '', separated by ', '; section 'functools[' ... ']'.
-End of turn: '<|eot_id|>'.
+End of turn: '<|eot_id|>', '<|start_header_id|>user<|end_header_id|>', '<|start_header_id|>tool<|end_header_id|>', '<|start_header_id|>system<|end_header_id|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|eot_id|>"]
+STOP: list[str] = [
+    "<|eot_id|>",
+    "<|start_header_id|>user<|end_header_id|>",
+    "<|start_header_id|>tool<|end_header_id|>",
+    "<|start_header_id|>system<|end_header_id|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "functools["}]
 PRESERVED_TOKENS: list[str] = ["<|eot_id|>"]
 TOKEN_IDS: dict[str, int] = {}
@@ -126,7 +131,15 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|eot_id|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start_header_id|>user<|end_header_id|>",
+            "<|start_header_id|>tool<|end_header_id|>",
+            "<|start_header_id|>system<|end_header_id|>",
+        ],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "functools["}],
         "preserved_tokens": ["<|eot_id|>"],
@@ -151,7 +164,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "f" content-body-1-1* ( "u" ( "n" ( "c" ( "t" ( "o" ( "o" ( "l" ( "s" )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "f" content-body-1-1* "unctools["\n'
     'content-body-0-0 ::= [^f] | "f" content-body-1-1* content-body-1-0\n'
@@ -196,7 +209,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]" ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -211,7 +224,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -237,7 +250,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]" ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "functools[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "functools[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -248,7 +261,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws "<|eot_id|>" )* end',
+        "calls-more": 'ws "]" ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -256,7 +269,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]" ( ws "<|eot_id|>" )* end',
+        "calls-more": 'ws "]" ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -265,7 +278,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]" ( ws "<|eot_id|>" )* end',
+        "calls-more": 'ws "]" ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": '"functools[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"functools[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -304,12 +317,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)functools\\[(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)functools\\[/ & ~/(?s:.*)functools\\[(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\](?:\\s*<\\|eot_id\\|>)*\\s*/\n"
+        "calls_more: /\\s*\\](?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '<|function_call|>' + a json object (name at name, arguments at arguments) + '', separated by ''; real outputs also (overrides): starting '<|message_sep|>\\n\\nfunction call<|role_sep|>\\n'.
-End of turn: '<|message_sep|>', '</s>'.
+End of turn: '<|message_sep|>', '</s>', 'user<|role_sep|>', 'function result<|role_sep|>', 'system<|role_sep|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,19 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|message_sep|>", "</s>"]
+STOP: list[str] = [
+    "<|message_sep|>",
+    "</s>",
+    "user<|role_sep|>",
+    "function result<|role_sep|>",
+    "system<|role_sep|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|function_call|>"}]
 PRESERVED_TOKENS: list[str] = ["<|message_sep|>", "<|function_call|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|role_sep|>",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<|function_call|>"
 CALL_START: str = "<|function_call|>"
@@ -136,7 +143,16 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|message_sep|>", "</s>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|message_sep|>", "</s>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "user<|role_sep|>",
+            "function result<|role_sep|>",
+            "system<|role_sep|>",
+        ],
+    },
+    "prompt": {"ends_with": ["<|role_sep|>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<|function_call|>"}],
         "preserved_tokens": ["<|message_sep|>", "<|function_call|>"],
@@ -174,7 +190,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|message_sep|>" | "</s>" ) ws )?\n'
+    'end ::= ws ( ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "_" ( "c" ( "a" ( "l" ( "l" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|function_call|" content-trig-from-16\n'
     'content-trig-from-16 ::= ">"\n'
@@ -234,7 +250,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -249,7 +265,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|message_sep|>" | "</s>" ) ws )?\n'
+    'end ::= ws ( ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -275,7 +291,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|function_call|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|function_call|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -286,7 +302,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -294,7 +310,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -303,7 +319,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": '"<|function_call|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|function_call|>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -342,12 +358,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|message_sep\\|>|<\\/s>)\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|function_call\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|function_call\\|>/ & ~/(?s:.*)<\\|function_call\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|message_sep\\|>|<\\/s>))*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '' + <arguments> + '</tool_call>', separated by ''.
-End of turn: not marked.
+End of turn: '<|user|>', '<|observation|><tool_response>', '<|system|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["<|user|>", "<|observation|><tool_response>", "<|system|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_call>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -153,7 +153,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": False,
+        "next_headers": ["<|user|>", "<|observation|><tool_response>", "<|system|>"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>"}],
         "preserved_tokens": [
@@ -187,7 +191,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -238,7 +242,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -266,7 +270,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -317,7 +321,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -345,7 +349,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
@@ -375,7 +379,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>" ws tool-name\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -385,7 +389,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -395,7 +399,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": "end",
+        "calls-more": '( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -407,13 +411,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": "end",
+        "calls-more": '( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "<|user|>" | "<|observation|><tool_response>" | "<|system|>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -487,12 +491,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:(?:<\\|user\\|>|<\\|observation\\|><tool_response>|<\\|system\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|user\\|>|<\\|observation\\|><tool_response>|<\\|system\\|>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<|channel>thought' ... '<channel|>' (also opened by '<|channel>').
 Content: plain text.
 Tool calls: tagged: '<|tool_call>call:' + <name> + '{' + <arguments> + '}<tool_call|>', separated by ''; real outputs also (overrides): starting '<|tool_call>:'.
-End of turn: '<turn|>'.
+End of turn: '<turn|>', '<|turn>user', '<|turn>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<turn|>"]
+STOP: list[str] = ["<turn|>", "<|turn>user", "<|turn>system"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|tool_call>call:"}]
 PRESERVED_TOKENS: list[str] = [
     "<|channel>thought",
@@ -194,7 +194,11 @@ SPEC = {
         "content_after_calls": True,
         "end_of_turn_after_calls": ["<|tool_response>"],
     },
-    "end_of_turn": {"markers": ["<turn|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<turn|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|turn>user", "<|turn>system"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<|tool_call>call:"}],
         "preserved_tokens": [
@@ -245,7 +249,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<turn|>" ws )?\n'
+    'end ::= ws ( ( "<turn|>" | "<|turn>user" | "<|turn>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call>call" content-trig-from-16\n'
     'content-trig-from-16 ::= ":"\n'
@@ -306,9 +310,11 @@ GBNF = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "<|tool_call>call:" ws tool-name ws "{"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-after-body ::= calls-after-body-0-0* ( "<" calls-after-body-1-1* ( "t" ( "u" ( "r" ( "n" ( "|" )? )? )? )? | "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? | "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'calls-after-body ::= calls-after-body-0-0* ( "<" calls-after-body-1-1* ( "t" ( "u" ( "r" ( "n" ( "|" )? )? )? )? | "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? | "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )? )? | "u" ( "r" ( "n" ( ">" ( "s" ( "y" ( "s" ( "t" ( "e" )? )? )? )? | "u" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )?\n'
     'calls-after-closed-0 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "turn|>"\n'
-    'calls-after-closed-1 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|tool_response>"\n'
+    'calls-after-closed-1 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|turn>user"\n'
+    'calls-after-closed-2 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|turn>system"\n'
+    'calls-after-closed-3 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|tool_response>"\n'
     'calls-after-body-0-0 ::= [^<] | "<" calls-after-body-1-1* calls-after-body-1-0\n'
     'calls-after-body-1-0 ::= [^<t|] | "t" calls-after-body-2a-0 | "|" calls-after-body-2b-0\n'
     'calls-after-body-1-1 ::= [<] | "t" calls-after-body-2a-1 | "|" calls-after-body-2b-1\n'
@@ -318,40 +324,60 @@ GBNF = (
     'calls-after-body-2b-1 ::= [<] | "t" calls-after-body-3b-1\n'
     'calls-after-body-3a-0 ::= [^<r] | "r" calls-after-body-4a-0\n'
     'calls-after-body-3a-1 ::= [<] | "r" calls-after-body-4a-1\n'
-    'calls-after-body-3b-0 ::= [^<o] | "o" calls-after-body-4b-0\n'
-    'calls-after-body-3b-1 ::= [<] | "o" calls-after-body-4b-1\n'
+    'calls-after-body-3b-0 ::= [^<ou] | "o" calls-after-body-4c-0 | "u" calls-after-body-4b-0\n'
+    'calls-after-body-3b-1 ::= [<] | "o" calls-after-body-4c-1 | "u" calls-after-body-4b-1\n'
     'calls-after-body-4a-0 ::= [^<n] | "n" calls-after-body-5a-0\n'
     'calls-after-body-4a-1 ::= [<] | "n" calls-after-body-5a-1\n'
-    'calls-after-body-4b-0 ::= [^<o] | "o" calls-after-body-5b-0\n'
-    'calls-after-body-4b-1 ::= [<] | "o" calls-after-body-5b-1\n'
+    'calls-after-body-4b-0 ::= [^<r] | "r" calls-after-body-5b-0\n'
+    'calls-after-body-4b-1 ::= [<] | "r" calls-after-body-5b-1\n'
+    'calls-after-body-4c-0 ::= [^<o] | "o" calls-after-body-5c-0\n'
+    'calls-after-body-4c-1 ::= [<] | "o" calls-after-body-5c-1\n'
     'calls-after-body-5a-0 ::= [^<|] | "|" [^<>]\n'
     'calls-after-body-5a-1 ::= [<] | "|" [<]\n'
-    'calls-after-body-5b-0 ::= [^<l] | "l" calls-after-body-6b-0\n'
-    'calls-after-body-5b-1 ::= [<] | "l" calls-after-body-6b-1\n'
-    'calls-after-body-6b-0 ::= [^<_] | "_" calls-after-body-7-0\n'
-    'calls-after-body-6b-1 ::= [<] | "_" calls-after-body-7-1\n'
-    'calls-after-body-7-0 ::= [^<cr] | "c" calls-after-body-8b-0 | "r" calls-after-body-8a-0\n'
-    'calls-after-body-7-1 ::= [<] | "c" calls-after-body-8b-1 | "r" calls-after-body-8a-1\n'
-    'calls-after-body-8a-0 ::= [^<e] | "e" calls-after-body-9a-0\n'
-    'calls-after-body-8a-1 ::= [<] | "e" calls-after-body-9a-1\n'
-    'calls-after-body-8b-0 ::= [^<a] | "a" calls-after-body-9b-0\n'
-    'calls-after-body-8b-1 ::= [<] | "a" calls-after-body-9b-1\n'
-    'calls-after-body-9a-0 ::= [^<s] | "s" calls-after-body-10a-0\n'
-    'calls-after-body-9a-1 ::= [<] | "s" calls-after-body-10a-1\n'
-    'calls-after-body-9b-0 ::= [^<l] | "l" calls-after-body-10b-0\n'
-    'calls-after-body-9b-1 ::= [<] | "l" calls-after-body-10b-1\n'
-    'calls-after-body-10a-0 ::= [^<p] | "p" calls-after-body-11a-0\n'
-    'calls-after-body-10a-1 ::= [<] | "p" calls-after-body-11a-1\n'
-    'calls-after-body-10b-0 ::= [^<l] | "l" calls-after-body-11b-0\n'
-    'calls-after-body-10b-1 ::= [<] | "l" calls-after-body-11b-1\n'
-    'calls-after-body-11a-0 ::= [^<o] | "o" calls-after-body-12a-0\n'
-    'calls-after-body-11a-1 ::= [<] | "o" calls-after-body-12a-1\n'
-    'calls-after-body-11b-0 ::= [^<>] | ">" calls-after-body-12b-0\n'
-    'calls-after-body-11b-1 ::= [<] | ">" calls-after-body-12b-1\n'
-    'calls-after-body-12a-0 ::= [^<n] | "n" calls-after-body-13a-0\n'
-    'calls-after-body-12a-1 ::= [<] | "n" calls-after-body-13a-1\n'
-    'calls-after-body-12b-0 ::= [^<c] | "c" calls-after-body-13b-0\n'
-    'calls-after-body-12b-1 ::= [<] | "c" calls-after-body-13b-1\n'
+    'calls-after-body-5b-0 ::= [^<n] | "n" calls-after-body-6b-0\n'
+    'calls-after-body-5b-1 ::= [<] | "n" calls-after-body-6b-1\n'
+    'calls-after-body-5c-0 ::= [^<l] | "l" calls-after-body-6c-0\n'
+    'calls-after-body-5c-1 ::= [<] | "l" calls-after-body-6c-1\n'
+    'calls-after-body-6b-0 ::= [^<>] | ">" calls-after-body-7a-0\n'
+    'calls-after-body-6b-1 ::= [<] | ">" calls-after-body-7a-1\n'
+    'calls-after-body-6c-0 ::= [^<_] | "_" calls-after-body-7b-0\n'
+    'calls-after-body-6c-1 ::= [<] | "_" calls-after-body-7b-1\n'
+    'calls-after-body-7a-0 ::= [^<su] | "s" calls-after-body-8b-0 | "u" calls-after-body-8a-0\n'
+    'calls-after-body-7a-1 ::= [<] | "s" calls-after-body-8b-1 | "u" calls-after-body-8a-1\n'
+    'calls-after-body-7b-0 ::= [^<cr] | "c" calls-after-body-8d-0 | "r" calls-after-body-8c-0\n'
+    'calls-after-body-7b-1 ::= [<] | "c" calls-after-body-8d-1 | "r" calls-after-body-8c-1\n'
+    'calls-after-body-8a-0 ::= [^<s] | "s" calls-after-body-9a-0\n'
+    'calls-after-body-8a-1 ::= [<] | "s" calls-after-body-9a-1\n'
+    'calls-after-body-8b-0 ::= [^<y] | "y" calls-after-body-9b-0\n'
+    'calls-after-body-8b-1 ::= [<] | "y" calls-after-body-9b-1\n'
+    'calls-after-body-8c-0 ::= [^<e] | "e" calls-after-body-9c-0\n'
+    'calls-after-body-8c-1 ::= [<] | "e" calls-after-body-9c-1\n'
+    'calls-after-body-8d-0 ::= [^<a] | "a" calls-after-body-9d-0\n'
+    'calls-after-body-8d-1 ::= [<] | "a" calls-after-body-9d-1\n'
+    'calls-after-body-9a-0 ::= [^<e] | "e" [^<r]\n'
+    'calls-after-body-9a-1 ::= [<] | "e" [<]\n'
+    'calls-after-body-9b-0 ::= [^<s] | "s" calls-after-body-10b-0\n'
+    'calls-after-body-9b-1 ::= [<] | "s" calls-after-body-10b-1\n'
+    'calls-after-body-9c-0 ::= [^<s] | "s" calls-after-body-10c-0\n'
+    'calls-after-body-9c-1 ::= [<] | "s" calls-after-body-10c-1\n'
+    'calls-after-body-9d-0 ::= [^<l] | "l" calls-after-body-10d-0\n'
+    'calls-after-body-9d-1 ::= [<] | "l" calls-after-body-10d-1\n'
+    'calls-after-body-10b-0 ::= [^<t] | "t" calls-after-body-11a-0\n'
+    'calls-after-body-10b-1 ::= [<] | "t" calls-after-body-11a-1\n'
+    'calls-after-body-10c-0 ::= [^<p] | "p" calls-after-body-11b-0\n'
+    'calls-after-body-10c-1 ::= [<] | "p" calls-after-body-11b-1\n'
+    'calls-after-body-10d-0 ::= [^<l] | "l" calls-after-body-11c-0\n'
+    'calls-after-body-10d-1 ::= [<] | "l" calls-after-body-11c-1\n'
+    'calls-after-body-11a-0 ::= [^<e] | "e" [^<m]\n'
+    'calls-after-body-11a-1 ::= [<] | "e" [<]\n'
+    'calls-after-body-11b-0 ::= [^<o] | "o" calls-after-body-12b-0\n'
+    'calls-after-body-11b-1 ::= [<] | "o" calls-after-body-12b-1\n'
+    'calls-after-body-11c-0 ::= [^<>] | ">" calls-after-body-12c-0\n'
+    'calls-after-body-11c-1 ::= [<] | ">" calls-after-body-12c-1\n'
+    'calls-after-body-12b-0 ::= [^<n] | "n" calls-after-body-13a-0\n'
+    'calls-after-body-12b-1 ::= [<] | "n" calls-after-body-13a-1\n'
+    'calls-after-body-12c-0 ::= [^<c] | "c" calls-after-body-13b-0\n'
+    'calls-after-body-12c-1 ::= [<] | "c" calls-after-body-13b-1\n'
     'calls-after-body-13a-0 ::= [^<s] | "s" calls-after-body-14a-0\n'
     'calls-after-body-13a-1 ::= [<] | "s" calls-after-body-14a-1\n'
     'calls-after-body-13b-0 ::= [^<a] | "a" calls-after-body-14b-0\n'
@@ -362,7 +388,7 @@ GBNF = (
     'calls-after-body-14b-1 ::= [<] | "l" calls-after-body-15b-1\n'
     'calls-after-body-15b-0 ::= [^<l] | "l" [^:<]\n'
     'calls-after-body-15b-1 ::= [<] | "l" [<]\n'
-    'calls-after ::= ( ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-body end )\n'
+    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-body end )\n'
     "calls-more ::= call-next* calls-after\n"
     'calls-rest-part ::= ws tool-name ws "{"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -397,7 +423,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<turn|>" ws )?\n'
+    'end ::= ws ( ( "<turn|>" | "<|turn>user" | "<|turn>system" ) ws )?\n'
     "tool-name ::= [^\\x00- {\\x7F]+\n"
     "argument-key ::= [^\\x00- ,:}\\x7F]+\n"
     'argument-string-closed ::= argument-string-text-0-0* "<" argument-string-text-1-1* "|\\"|>"\n'
@@ -424,9 +450,11 @@ GBNF_TOOLS = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "<|tool_call>call:" ws tool-name ws "{"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-after-body ::= calls-after-body-0-0* ( "<" calls-after-body-1-1* ( "t" ( "u" ( "r" ( "n" ( "|" )? )? )? )? | "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? | "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'calls-after-body ::= calls-after-body-0-0* ( "<" calls-after-body-1-1* ( "t" ( "u" ( "r" ( "n" ( "|" )? )? )? )? | "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? | "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )? )? | "u" ( "r" ( "n" ( ">" ( "s" ( "y" ( "s" ( "t" ( "e" )? )? )? )? | "u" ( "s" ( "e" )? )? )? )? )? )? )? )? )? )?\n'
     'calls-after-closed-0 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "turn|>"\n'
-    'calls-after-closed-1 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|tool_response>"\n'
+    'calls-after-closed-1 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|turn>user"\n'
+    'calls-after-closed-2 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|turn>system"\n'
+    'calls-after-closed-3 ::= calls-after-body-0-0* "<" calls-after-body-1-1* "|tool_response>"\n'
     'calls-after-body-0-0 ::= [^<] | "<" calls-after-body-1-1* calls-after-body-1-0\n'
     'calls-after-body-1-0 ::= [^<t|] | "t" calls-after-body-2a-0 | "|" calls-after-body-2b-0\n'
     'calls-after-body-1-1 ::= [<] | "t" calls-after-body-2a-1 | "|" calls-after-body-2b-1\n'
@@ -436,40 +464,60 @@ GBNF_TOOLS = (
     'calls-after-body-2b-1 ::= [<] | "t" calls-after-body-3b-1\n'
     'calls-after-body-3a-0 ::= [^<r] | "r" calls-after-body-4a-0\n'
     'calls-after-body-3a-1 ::= [<] | "r" calls-after-body-4a-1\n'
-    'calls-after-body-3b-0 ::= [^<o] | "o" calls-after-body-4b-0\n'
-    'calls-after-body-3b-1 ::= [<] | "o" calls-after-body-4b-1\n'
+    'calls-after-body-3b-0 ::= [^<ou] | "o" calls-after-body-4c-0 | "u" calls-after-body-4b-0\n'
+    'calls-after-body-3b-1 ::= [<] | "o" calls-after-body-4c-1 | "u" calls-after-body-4b-1\n'
     'calls-after-body-4a-0 ::= [^<n] | "n" calls-after-body-5a-0\n'
     'calls-after-body-4a-1 ::= [<] | "n" calls-after-body-5a-1\n'
-    'calls-after-body-4b-0 ::= [^<o] | "o" calls-after-body-5b-0\n'
-    'calls-after-body-4b-1 ::= [<] | "o" calls-after-body-5b-1\n'
+    'calls-after-body-4b-0 ::= [^<r] | "r" calls-after-body-5b-0\n'
+    'calls-after-body-4b-1 ::= [<] | "r" calls-after-body-5b-1\n'
+    'calls-after-body-4c-0 ::= [^<o] | "o" calls-after-body-5c-0\n'
+    'calls-after-body-4c-1 ::= [<] | "o" calls-after-body-5c-1\n'
     'calls-after-body-5a-0 ::= [^<|] | "|" [^<>]\n'
     'calls-after-body-5a-1 ::= [<] | "|" [<]\n'
-    'calls-after-body-5b-0 ::= [^<l] | "l" calls-after-body-6b-0\n'
-    'calls-after-body-5b-1 ::= [<] | "l" calls-after-body-6b-1\n'
-    'calls-after-body-6b-0 ::= [^<_] | "_" calls-after-body-7-0\n'
-    'calls-after-body-6b-1 ::= [<] | "_" calls-after-body-7-1\n'
-    'calls-after-body-7-0 ::= [^<cr] | "c" calls-after-body-8b-0 | "r" calls-after-body-8a-0\n'
-    'calls-after-body-7-1 ::= [<] | "c" calls-after-body-8b-1 | "r" calls-after-body-8a-1\n'
-    'calls-after-body-8a-0 ::= [^<e] | "e" calls-after-body-9a-0\n'
-    'calls-after-body-8a-1 ::= [<] | "e" calls-after-body-9a-1\n'
-    'calls-after-body-8b-0 ::= [^<a] | "a" calls-after-body-9b-0\n'
-    'calls-after-body-8b-1 ::= [<] | "a" calls-after-body-9b-1\n'
-    'calls-after-body-9a-0 ::= [^<s] | "s" calls-after-body-10a-0\n'
-    'calls-after-body-9a-1 ::= [<] | "s" calls-after-body-10a-1\n'
-    'calls-after-body-9b-0 ::= [^<l] | "l" calls-after-body-10b-0\n'
-    'calls-after-body-9b-1 ::= [<] | "l" calls-after-body-10b-1\n'
-    'calls-after-body-10a-0 ::= [^<p] | "p" calls-after-body-11a-0\n'
-    'calls-after-body-10a-1 ::= [<] | "p" calls-after-body-11a-1\n'
-    'calls-after-body-10b-0 ::= [^<l] | "l" calls-after-body-11b-0\n'
-    'calls-after-body-10b-1 ::= [<] | "l" calls-after-body-11b-1\n'
-    'calls-after-body-11a-0 ::= [^<o] | "o" calls-after-body-12a-0\n'
-    'calls-after-body-11a-1 ::= [<] | "o" calls-after-body-12a-1\n'
-    'calls-after-body-11b-0 ::= [^<>] | ">" calls-after-body-12b-0\n'
-    'calls-after-body-11b-1 ::= [<] | ">" calls-after-body-12b-1\n'
-    'calls-after-body-12a-0 ::= [^<n] | "n" calls-after-body-13a-0\n'
-    'calls-after-body-12a-1 ::= [<] | "n" calls-after-body-13a-1\n'
-    'calls-after-body-12b-0 ::= [^<c] | "c" calls-after-body-13b-0\n'
-    'calls-after-body-12b-1 ::= [<] | "c" calls-after-body-13b-1\n'
+    'calls-after-body-5b-0 ::= [^<n] | "n" calls-after-body-6b-0\n'
+    'calls-after-body-5b-1 ::= [<] | "n" calls-after-body-6b-1\n'
+    'calls-after-body-5c-0 ::= [^<l] | "l" calls-after-body-6c-0\n'
+    'calls-after-body-5c-1 ::= [<] | "l" calls-after-body-6c-1\n'
+    'calls-after-body-6b-0 ::= [^<>] | ">" calls-after-body-7a-0\n'
+    'calls-after-body-6b-1 ::= [<] | ">" calls-after-body-7a-1\n'
+    'calls-after-body-6c-0 ::= [^<_] | "_" calls-after-body-7b-0\n'
+    'calls-after-body-6c-1 ::= [<] | "_" calls-after-body-7b-1\n'
+    'calls-after-body-7a-0 ::= [^<su] | "s" calls-after-body-8b-0 | "u" calls-after-body-8a-0\n'
+    'calls-after-body-7a-1 ::= [<] | "s" calls-after-body-8b-1 | "u" calls-after-body-8a-1\n'
+    'calls-after-body-7b-0 ::= [^<cr] | "c" calls-after-body-8d-0 | "r" calls-after-body-8c-0\n'
+    'calls-after-body-7b-1 ::= [<] | "c" calls-after-body-8d-1 | "r" calls-after-body-8c-1\n'
+    'calls-after-body-8a-0 ::= [^<s] | "s" calls-after-body-9a-0\n'
+    'calls-after-body-8a-1 ::= [<] | "s" calls-after-body-9a-1\n'
+    'calls-after-body-8b-0 ::= [^<y] | "y" calls-after-body-9b-0\n'
+    'calls-after-body-8b-1 ::= [<] | "y" calls-after-body-9b-1\n'
+    'calls-after-body-8c-0 ::= [^<e] | "e" calls-after-body-9c-0\n'
+    'calls-after-body-8c-1 ::= [<] | "e" calls-after-body-9c-1\n'
+    'calls-after-body-8d-0 ::= [^<a] | "a" calls-after-body-9d-0\n'
+    'calls-after-body-8d-1 ::= [<] | "a" calls-after-body-9d-1\n'
+    'calls-after-body-9a-0 ::= [^<e] | "e" [^<r]\n'
+    'calls-after-body-9a-1 ::= [<] | "e" [<]\n'
+    'calls-after-body-9b-0 ::= [^<s] | "s" calls-after-body-10b-0\n'
+    'calls-after-body-9b-1 ::= [<] | "s" calls-after-body-10b-1\n'
+    'calls-after-body-9c-0 ::= [^<s] | "s" calls-after-body-10c-0\n'
+    'calls-after-body-9c-1 ::= [<] | "s" calls-after-body-10c-1\n'
+    'calls-after-body-9d-0 ::= [^<l] | "l" calls-after-body-10d-0\n'
+    'calls-after-body-9d-1 ::= [<] | "l" calls-after-body-10d-1\n'
+    'calls-after-body-10b-0 ::= [^<t] | "t" calls-after-body-11a-0\n'
+    'calls-after-body-10b-1 ::= [<] | "t" calls-after-body-11a-1\n'
+    'calls-after-body-10c-0 ::= [^<p] | "p" calls-after-body-11b-0\n'
+    'calls-after-body-10c-1 ::= [<] | "p" calls-after-body-11b-1\n'
+    'calls-after-body-10d-0 ::= [^<l] | "l" calls-after-body-11c-0\n'
+    'calls-after-body-10d-1 ::= [<] | "l" calls-after-body-11c-1\n'
+    'calls-after-body-11a-0 ::= [^<e] | "e" [^<m]\n'
+    'calls-after-body-11a-1 ::= [<] | "e" [<]\n'
+    'calls-after-body-11b-0 ::= [^<o] | "o" calls-after-body-12b-0\n'
+    'calls-after-body-11b-1 ::= [<] | "o" calls-after-body-12b-1\n'
+    'calls-after-body-11c-0 ::= [^<>] | ">" calls-after-body-12c-0\n'
+    'calls-after-body-11c-1 ::= [<] | ">" calls-after-body-12c-1\n'
+    'calls-after-body-12b-0 ::= [^<n] | "n" calls-after-body-13a-0\n'
+    'calls-after-body-12b-1 ::= [<] | "n" calls-after-body-13a-1\n'
+    'calls-after-body-12c-0 ::= [^<c] | "c" calls-after-body-13b-0\n'
+    'calls-after-body-12c-1 ::= [<] | "c" calls-after-body-13b-1\n'
     'calls-after-body-13a-0 ::= [^<s] | "s" calls-after-body-14a-0\n'
     'calls-after-body-13a-1 ::= [<] | "s" calls-after-body-14a-1\n'
     'calls-after-body-13b-0 ::= [^<a] | "a" calls-after-body-14b-0\n'
@@ -480,7 +528,7 @@ GBNF_TOOLS = (
     'calls-after-body-14b-1 ::= [<] | "l" calls-after-body-15b-1\n'
     'calls-after-body-15b-0 ::= [^<l] | "l" [^:<]\n'
     'calls-after-body-15b-1 ::= [<] | "l" [<]\n'
-    'calls-after ::= ( ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|tool_response>" ) )* end | calls-after-body end )\n'
+    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-body end )\n'
     "calls-more ::= call-next* calls-after\n"
     'calls-root-part ::= "<|tool_call>call:" ws tool-name ws "{"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -576,15 +624,17 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<turn\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<turn\\|>|<\\|turn>user|<\\|turn>system)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_call>/ & ~/(?s:.*)<\\|tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "AFTER_CLOSED_0: /(?s:.*)<turn\\|>/ & ~/(?s:.*)(?:<turn\\|>|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
-        "AFTER_CLOSED_1: /(?s:.*)<\\|tool_response>/ & ~/(?s:.*)(?:<turn\\|>|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
-        "AFTER: /(?s:.*)/ & ~/(?s:.*)(?:<turn\\|>|<\\|tool_response>|<\\|tool_call>)(?s:.*)/\n"
-        "calls_after: /(?:\\s*(?:<turn\\|>|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_0 /(?:\\s*(?:<turn\\|>|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_1 /(?:\\s*(?:<turn\\|>|<\\|tool_response>))*\\s*/ | AFTER\n"
+        "AFTER_CLOSED_0: /(?s:.*)<turn\\|>/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
+        "AFTER_CLOSED_1: /(?s:.*)<\\|turn>user/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
+        "AFTER_CLOSED_2: /(?s:.*)<\\|turn>system/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
+        "AFTER_CLOSED_3: /(?s:.*)<\\|tool_response>/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
+        "AFTER: /(?s:.*)/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.*)/\n"
+        "calls_after: /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_0 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_1 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_2 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*\\s*/ | AFTER_CLOSED_3 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*\\s*/ | AFTER\n"
         "calls_more: calls_after\n"
         'ARG_STRING: /<\\|"\\|>(?s:.*)<\\|"\\|>/ & ~/<\\|"\\|>(?s:.*)<\\|"\\|>(?s:.+)/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"

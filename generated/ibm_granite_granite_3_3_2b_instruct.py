@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>'.
 Content: '<response>' ... '</response>' (after reasoning).
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
-End of turn: '<|end_of_text|>'.
+End of turn: '<|end_of_text|>', '<|start_of_role|>user<|end_of_role|>', '<|start_of_role|>system<|end_of_role|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,11 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|end_of_text|>"]
+STOP: list[str] = [
+    "<|end_of_text|>",
+    "<|start_of_role|>user<|end_of_role|>",
+    "<|start_of_role|>system<|end_of_role|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<call>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -59,6 +63,10 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|start_of_role|>assistant<|end_of_role|>",
+    "<|end_of_role|>",
+)
 HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
@@ -128,7 +136,17 @@ SPEC = {
         "end": "</response>",
     },
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": ["<|end_of_text|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|end_of_text|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start_of_role|>user<|end_of_role|>",
+            "<|start_of_role|>system<|end_of_role|>",
+        ],
+    },
+    "prompt": {
+        "ends_with": ["<|start_of_role|>assistant<|end_of_role|>", "<|end_of_role|>"]
+    },
     "grammar": {
         "triggers": [],
         "preserved_tokens": [
@@ -159,7 +177,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end_of_text|>" ws )?\n'
+    'end ::= ws ( ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "/" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" ( "e" )? )? )? )? )? )? )? )? | "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "/response>"\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "call>"\n'
@@ -214,7 +232,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|end_of_text|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "</call>"\n'
     "calls-full ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part calls-more\n"
@@ -263,7 +281,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end_of_text|>" ws )?\n'
+    'end ::= ws ( ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -290,7 +308,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|end_of_text|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -302,7 +320,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|end_of_text|>" )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
         "calls-full-part": 'ws "</call>" calls-more',
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -314,7 +332,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<|end_of_text|>" )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
         "calls-full-part": 'ws "</call>" calls-more',
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -326,7 +344,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | text-body end",
     },
     ("auto", False, None): {
-        "calls-more": '( ws "<|end_of_text|>" )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</call>" calls-more',
@@ -386,7 +404,7 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | TEXT\n",
     "rules": (
-        "END: /\\s*(?:<\\|end_of_text\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|end_of_text\\|>|<\\|start_of_role\\|>user<\\|end_of_role\\|>|<\\|start_of_role\\|>system<\\|end_of_role\\|>)\\s*)?/\n"
         "CONTENT_OPEN_CLOSED: /\\s*<response>(?s:.*)<\\/response>/ & ~/\\s*<response>(?s:.*)(?:<\\/response>|<call>)(?s:.+)/\n"
         "CONTENT_OPEN: /\\s*<response>(?s:.*)/ & ~/\\s*<response>(?s:.*)(?:<\\/response>|<call>)(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<response>(?s:.*)<call>/ & ~/\\s*<response>(?s:.*)(?:<\\/response>|<call>)(?s:.+)/\n"
@@ -394,7 +412,7 @@ _LARK = {
         "TEXT_TRIG: /(?s:.*)<call>/ & ~/(?s:.*)<call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|end_of_text\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|end_of_text\\|>|<\\|start_of_role\\|>user<\\|end_of_role\\|>|<\\|start_of_role\\|>system<\\|end_of_role\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '\\n' + <arguments> + '\\n</tool_call>', separated by '\\n'.
-End of turn: '<|role_end|>'.
+End of turn: '<|role_end|>', '<role>HUMAN</role>', '<role>OBSERVATION</role>', '<role>SYSTEM</role>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|role_end|>"]
+STOP: list[str] = [
+    "<|role_end|>",
+    "<role>HUMAN</role>",
+    "<role>OBSERVATION</role>",
+    "<role>SYSTEM</role>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_call>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -154,7 +159,15 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|role_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|role_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<role>HUMAN</role>",
+            "<role>OBSERVATION</role>",
+            "<role>SYSTEM</role>",
+        ],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>"}],
         "preserved_tokens": [
@@ -189,7 +202,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|role_end|>" ws )?\n'
+    'end ::= ws ( ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -240,7 +253,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|role_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name ws\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -268,7 +281,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|role_end|>" ws )?\n'
+    'end ::= ws ( ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -319,7 +332,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|role_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name ws\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -347,7 +360,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|role_end|>" ws )?\n'
+    'end ::= ws ( ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
@@ -377,7 +390,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|role_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>" ws tool-name ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -387,7 +400,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|role_end|>" )* end',
+        "calls-more": '( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -397,7 +410,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "<|role_end|>" )* end',
+        "calls-more": '( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -409,13 +422,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<|role_end|>" )* end',
+        "calls-more": '( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": '( ws "<|role_end|>" )* end',
+        "calls-more": '( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -489,12 +502,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|role_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|role_end\\|>|<role>HUMAN<\\/role>|<role>OBSERVATION<\\/role>|<role>SYSTEM<\\/role>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|role_end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|role_end\\|>|<role>HUMAN<\\/role>|<role>OBSERVATION<\\/role>|<role>SYSTEM<\\/role>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

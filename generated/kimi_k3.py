@@ -3,7 +3,7 @@
 Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens the block with thinking on).
 Content: '<|open|>response<|sep|>' ... '<|close|>response<|sep|>' (always).
 Tool calls: tagged: '<|open|>call tool="' + <name> + '" index="' + <index> + '"<|sep|>' + <arguments> + '<|close|>call<|sep|>', separated by ''; section '<|open|>tools<|sep|>' ... '<|close|>tools<|sep|>'.
-End of turn: '<|close|>message<|sep|><|end_of_msg|>'.
+End of turn: '<|close|>message<|sep|><|end_of_msg|>', '<|open|>message'.
 Thinking: switched by the template's 'thinking', which enable_thinking stands for (on where a request does not give it).
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|close|>message<|sep|><|end_of_msg|>"]
+STOP: list[str] = ["<|close|>message<|sep|><|end_of_msg|>", "<|open|>message"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|open|>tools<|sep|>"}]
 PRESERVED_TOKENS: list[str] = [
     "<|open|>think<|sep|>",
@@ -63,6 +63,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|sep|>",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<|open|>think<|sep|>"
 REASONING_STARTS: tuple[str, ...] = ("<|open|>think<|sep|>",)
@@ -195,7 +196,9 @@ SPEC = {
     "end_of_turn": {
         "markers": ["<|close|>message<|sep|><|end_of_msg|>"],
         "tokenizer_eos": False,
+        "next_headers": ["<|open|>message"],
     },
+    "prompt": {"ends_with": ["<|sep|>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<|open|>tools<|sep|>"}],
         "preserved_tokens": [
@@ -234,7 +237,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
+    'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>tools<|s" content-trig-from-16b | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>tools<|s" content-trig-from-16b )\n'
@@ -389,7 +392,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-full ::= calls-full-part tool-arguments calls-more\n"
@@ -450,7 +453,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
+    'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) "pen|>tools<|s" content-trig-from-16b | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* "pen|>tools<|s" content-trig-from-16b )\n'
@@ -605,7 +608,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-full ::= calls-full-part tool-arguments calls-more\n"
@@ -666,7 +669,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|close|>message<|sep|><|end_of_msg|>" ws )?\n'
+    'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* "<|sep|>"\n'
@@ -735,7 +738,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -745,7 +748,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -757,7 +760,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -774,7 +777,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -786,7 +789,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | content-closed end | content-body end | end",
     },
     ("auto", False, None): {
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -866,7 +869,7 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | CONTENT_CLOSED END | CONTENT | END\n",
     "rules": (
-        "END: /\\s*(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message)\\s*)?/\n"
         "CONTENT_OPEN_CLOSED: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "CONTENT_OPEN: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|open\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
@@ -875,7 +878,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|open\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\|close\\|>\\s*tools<\\|sep\\|>(?:\\s*<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>)*\\s*/\n"
+        "calls_more: /\\s*<\\|close\\|>\\s*tools<\\|sep\\|>(?:\\s*(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>'.
 Content: plain text.
 Tool calls: tagged: '' + <name> + '(' + <arguments> + ')', separated by ', '; section '<|tool_call_start|>[' ... ']<|tool_call_end|>'.
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_start|>user', '<|im_start|>tool', '<|im_start|>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = [
+    "<|im_end|>",
+    "<|im_start|>user",
+    "<|im_start|>tool",
+    "<|im_start|>system",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|tool_call_start|>["}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -59,6 +64,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|im_start|>assistant",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
@@ -158,7 +164,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|im_start|>user", "<|im_start|>tool", "<|im_start|>system"],
+    },
+    "prompt": {"ends_with": ["<|im_start|>assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<|tool_call_start|>["}],
         "preserved_tokens": [
@@ -194,7 +205,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "_" ( "s" ( "t" ( "a" ( "r" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call_star" content-trig-from-16\n'
     'content-body-from-16 ::= ( "t" ( "|" ( ">" )? )? )?\n'
@@ -263,7 +274,7 @@ GBNF = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "("\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -294,7 +305,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     "tool-name ::= [^\\x00- (\\x7F]+\n"
     "argument-key ::= [^\\x00- ),=\\x7F]+\n"
     'argument-string-closed ::= argument-string-text-0-0* "\'"\n'
@@ -322,7 +333,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<|tool_call_start|>[" ws tool-name ws "("\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -332,7 +343,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -342,14 +353,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -421,12 +432,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_call_start\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_call_start\\|>/ & ~/(?s:.*)<\\|tool_call_start\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\|tool_call_end\\|>(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /\\s*\\]<\\|tool_call_end\\|>(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*\\s*/\n"
         "ARG_STRING: /'(?s:.*)'/ & ~/'(?s:.*)'(?s:.+)/\n"
         'ARG_STRING_ALSO: /"(?:[^"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*"/\n'
         "PY_STRING: /\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*'/\n"

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_start|>user', '<|im_start|>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,13 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = ["<|im_end|>", "<|im_start|>user", "<|im_start|>system"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<call>"}]
 PRESERVED_TOKENS: list[str] = ["<|im_end|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|im_start|>assistant",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<call>"
 CALL_START: str = "<call>"
@@ -105,7 +106,12 @@ SPEC = {
     },
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|im_start|>user", "<|im_start|>system"],
+    },
+    "prompt": {"ends_with": ["<|im_start|>assistant"]},
     "grammar": {"triggers": [], "preserved_tokens": ["<|im_end|>"]},
     "polyfills": {
         "reasoning": None,
@@ -127,7 +133,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -165,7 +171,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -181,7 +187,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -208,7 +214,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -220,7 +226,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -228,7 +234,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -237,7 +243,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</call>" calls-more',
@@ -276,12 +282,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<call>/ & ~/(?s:.*)<call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -114,7 +114,7 @@ SPEC = {
     },
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {"markers": [], "tokenizer_eos": False, "next_headers": []},
     "grammar": {"triggers": [], "preserved_tokens": ["<think>", "</think>"]},
     "polyfills": {
         "reasoning": "content",

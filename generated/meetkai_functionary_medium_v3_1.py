@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: tagged: '<function=' + <name> + '>' + <arguments> + '</function>', separated by ''.
-End of turn: '<|eot_id|>'.
+End of turn: '<|eot_id|>', '<|start_header_id|>user<|end_header_id|>', '<|start_header_id|>ipython<|end_header_id|>', '<|start_header_id|>system<|end_header_id|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,21 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|eot_id|>"]
+STOP: list[str] = [
+    "<|eot_id|>",
+    "<|start_header_id|>user<|end_header_id|>",
+    "<|start_header_id|>ipython<|end_header_id|>",
+    "<|start_header_id|>system<|end_header_id|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<function="}]
 PRESERVED_TOKENS: list[str] = ["<|eot_id|>", "</function>", "<|eom_id|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|start_header_id|>assistant<|end_header_id|>",
+    "<|end_header_id|>",
+)
 HAS_CALLS: bool = True
 TRIGGER: str = "<function="
 CALL_START: str = "<function="
@@ -116,7 +125,21 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": ["<|eom_id|>"],
     },
-    "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|eot_id|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start_header_id|>user<|end_header_id|>",
+            "<|start_header_id|>ipython<|end_header_id|>",
+            "<|start_header_id|>system<|end_header_id|>",
+        ],
+    },
+    "prompt": {
+        "ends_with": [
+            "<|start_header_id|>assistant<|end_header_id|>",
+            "<|end_header_id|>",
+        ]
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<function="}],
         "preserved_tokens": ["<|eot_id|>", "</function>", "<|eom_id|>"],
@@ -141,7 +164,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function="\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -181,7 +204,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "</function>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws ">" ws "{" ws\n'
     'calls-rest-part ::= ws "</function>"\n'
@@ -196,7 +219,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -217,7 +240,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "</function>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<function=" ws tool-name ws ">" ws "{" ws\n'
     'calls-root-part ::= ws "</function>"\n'
@@ -228,14 +251,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end',
         "arguments-open": 'ws tool-name ws ">" ws "{" ws',
         "calls-rest-part": 'ws "</function>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end',
         "arguments-open": 'ws tool-name ws ">" ws "{" ws',
         "calls-rest-part": 'ws "</function>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -243,7 +266,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws ( "<|eot_id|>" | "<|eom_id|>" ) )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end',
         "arguments-open": '"<function=" ws tool-name ws ">" ws "{" ws',
         "calls-root-part": 'ws "</function>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -281,12 +304,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<function=(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<function=/ & ~/(?s:.*)<function=(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|eom_id\\|>))*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>|<\\|eom_id\\|>))*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

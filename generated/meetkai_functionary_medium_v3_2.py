@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: 'all' (always).
 Tool calls: tagged: '' + <name> + '\\n' + <arguments> + '', separated by '>>>'.
-End of turn: '<|eot_id|>'.
+End of turn: '<|eot_id|>', '<|start_header_id|>user<|end_header_id|>', '<|start_header_id|>tool<|end_header_id|>', '<|start_header_id|>system<|end_header_id|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|eot_id|>"]
+STOP: list[str] = [
+    "<|eot_id|>",
+    "<|start_header_id|>user<|end_header_id|>",
+    "<|start_header_id|>tool<|end_header_id|>",
+    "<|start_header_id|>system<|end_header_id|>",
+]
 TRIGGERS: list[dict] = [
     {
         "type": 3,
@@ -62,6 +67,10 @@ PRESERVED_TOKENS: list[str] = ["all", "<|eot_id|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+    "<|end_header_id|>\n\n>>>",
+)
 CONTENT_WRAPPED: bool = True
 CONTENT_ALWAYS_WRAPPED: bool = True
 CONTENT_START: str = "all"
@@ -146,7 +155,21 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|eot_id|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start_header_id|>user<|end_header_id|>",
+            "<|start_header_id|>tool<|end_header_id|>",
+            "<|start_header_id|>system<|end_header_id|>",
+        ],
+    },
+    "prompt": {
+        "ends_with": [
+            "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+            "<|end_header_id|>\n\n>>>",
+        ]
+    },
     "grammar": {
         "triggers": [
             {
@@ -180,7 +203,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( ">" ( ">" )? )?\n'
     'content-trig ::= content-body-0-0* ">>>"\n'
     'content-body-0-0 ::= [^>] | ">" content-body-1-0\n'
@@ -206,7 +229,7 @@ GBNF = (
     'arguments-open ::= ws ">>>" ws tool-name ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
@@ -221,7 +244,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-full\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -241,7 +264,7 @@ GBNF_TOOLS = (
     'arguments-open ::= ws ">>>" ws tool-name ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "{" ws\n'
     "calls-full ::= arguments-open-2 tool-arguments calls-more\n"
@@ -251,7 +274,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -260,7 +283,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-open-trig calls-rest | calls-full"},
     ("required", False, True): {
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -270,7 +293,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
         "calls-full-part": "calls-more",
         "calls-full": "arguments-open tool-arguments calls-full-part",
@@ -303,12 +326,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
         "CONTENT_OPEN: /\\s*all(?s:.*)/ & ~/\\s*all(?s:.*)>>>(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*all(?s:.*)>>>/ & ~/\\s*all(?s:.*)>>>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|eot_id\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

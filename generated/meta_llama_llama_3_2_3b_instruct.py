@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at parameters) + '', separated by '; '; real outputs also (overrides): '<|python_tag|>' before the calls, 'arguments' for 'parameters'.
-End of turn: '<|eot_id|>'.
+End of turn: '<|eot_id|>', '<|start_header_id|>user<|end_header_id|>', '<|start_header_id|>ipython<|end_header_id|>', '<|start_header_id|>system<|end_header_id|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|eot_id|>"]
+STOP: list[str] = [
+    "<|eot_id|>",
+    "<|start_header_id|>user<|end_header_id|>",
+    "<|start_header_id|>ipython<|end_header_id|>",
+    "<|start_header_id|>system<|end_header_id|>",
+]
 TRIGGERS: list[dict] = [
     {"type": 3, "value": '[ \\t\\n\\r]*(\\{[ \\t\\n\\r]*"name"[ \\t\\n\\r]*:[\\s\\S]*)'}
 ]
@@ -55,6 +60,10 @@ PRESERVED_TOKENS: list[str] = ["<|eot_id|>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|start_header_id|>assistant<|end_header_id|>",
+    "<|end_header_id|>",
+)
 HAS_CALLS: bool = True
 BARE_CALLS: bool = True
 TRIGGER_ALSO: tuple[str, ...] = ("<|python_tag|>",)
@@ -127,7 +136,21 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|eot_id|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|eot_id|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start_header_id|>user<|end_header_id|>",
+            "<|start_header_id|>ipython<|end_header_id|>",
+            "<|start_header_id|>system<|end_header_id|>",
+        ],
+    },
+    "prompt": {
+        "ends_with": [
+            "<|start_header_id|>assistant<|end_header_id|>",
+            "<|end_header_id|>",
+        ]
+    },
     "grammar": {
         "triggers": [
             {
@@ -177,7 +200,7 @@ GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "any ::= [^\\x00]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= [\\t\\n\\r ]* ( [^\\t\\n\\r {] any | "{" [\\t\\n\\r ]* ( [^\\t\\n\\r \\"] any | "\\"" ( [^n] any | "n" ( [^a] any | "a" ( [^m] any | "m" ( [^e] any | "e" ( [^\\"] any | "\\"" [\\t\\n\\r ]* ( [^\\t\\n\\r :] any )? )? )? )? )? )? )? )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -204,7 +227,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -219,7 +242,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-full\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot_id|>" ws )?\n'
+    'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -245,7 +268,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws "<|eot_id|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -256,7 +279,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-full-part": "calls-more",
@@ -265,7 +288,7 @@ _GRAMMAR_CHOICES = {
     ("required", True, True): {"root": "calls-full"},
     ("required", False, True): {
         "root": "calls-full",
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-full-part": "calls-more",
@@ -273,7 +296,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|eot_id|>" )* end',
+        "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-full-part": "calls-more",
@@ -312,10 +335,10 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
         'CONTENT: /(?s:.*)/ & ~/\\s*\\{\\s*"name"\\s*:(?s:.*)/\n'
         "calls_full: call_full calls_tail\n"
-        "calls_more: /(?:\\s*<\\|eot_id\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

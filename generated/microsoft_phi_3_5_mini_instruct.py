@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
-End of turn: '<|end|>', the tokenizer's eos token.
+End of turn: '<|end|>', '<|user|>', '<|system|>', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|end|>"]
+STOP: list[str] = ["<|end|>", "<|user|>", "<|system|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<call>"}]
 PRESERVED_TOKENS: list[str] = ["<|end|>"]
 TOKEN_IDS: dict[str, int] = {}
@@ -107,7 +107,11 @@ SPEC = {
     },
     "content": {"mode": "plain", "start": None, "end": None},
     "tools": {"format": "none"},
-    "end_of_turn": {"markers": ["<|end|>"], "tokenizer_eos": True},
+    "end_of_turn": {
+        "markers": ["<|end|>"],
+        "tokenizer_eos": True,
+        "next_headers": ["<|user|>", "<|system|>"],
+    },
     "grammar": {"triggers": [], "preserved_tokens": ["<|end|>"]},
     "polyfills": {
         "reasoning": None,
@@ -129,7 +133,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|user|>" | "<|system|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -167,7 +171,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -183,7 +187,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|user|>" | "<|system|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -210,7 +214,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -222,7 +226,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|end|>" )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -230,7 +234,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws "<|end|>" )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -239,7 +243,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|end|>" )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</call>" calls-more',
@@ -278,12 +282,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<call>/ & ~/(?s:.*)<call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments) + '\\n', separated by ''; section '<tool_calls>' ... '</tool_calls>'.
-End of turn: '<end_of_sentence>'.
+End of turn: '<end_of_sentence>', '<beginning_of_sentence>user', '<beginning_of_sentence>tool'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,17 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<end_of_sentence>"]
+STOP: list[str] = [
+    "<end_of_sentence>",
+    "<beginning_of_sentence>user",
+    "<beginning_of_sentence>tool",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_calls>"}]
 PRESERVED_TOKENS: list[str] = ["<end_of_sentence>", "<tool_calls>", "</tool_calls>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<beginning_of_sentence>ai name=assistant",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_calls>"
 SECTION_START: str = "<tool_calls>"
@@ -119,7 +124,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<end_of_sentence>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<end_of_sentence>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<beginning_of_sentence>user", "<beginning_of_sentence>tool"],
+    },
+    "prompt": {"ends_with": ["<beginning_of_sentence>ai name=assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_calls>"}],
         "preserved_tokens": ["<end_of_sentence>", "<tool_calls>", "</tool_calls>"],
@@ -149,7 +159,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<end_of_sentence>" ws )?\n'
+    'end ::= ws ( ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -199,7 +209,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     "call-next-part ::= ws\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ws "</tool_calls>" ( ws "<end_of_sentence>" )* end\n'
+    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws\n"
     "calls-rest ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part calls-more\n"
@@ -213,7 +223,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<end_of_sentence>" ws )?\n'
+    'end ::= ws ( ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -240,7 +250,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     "call-next-part ::= ws\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ws "</tool_calls>" ( ws "<end_of_sentence>" )* end\n'
+    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -252,20 +262,20 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</tool_calls>" ( ws "<end_of_sentence>" )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
         "calls-rest-part": "ws calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "</tool_calls>" ( ws "<end_of_sentence>" )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
         "calls-rest-part": "ws calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "</tool_calls>" ( ws "<end_of_sentence>" )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
         "call-first-name": '"<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "ws calls-more",
@@ -304,12 +314,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<end_of_sentence>\\s*)?/\n"
+        "END: /\\s*(?:(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/tool_calls>(?:\\s*<end_of_sentence>)*\\s*/\n"
+        "calls_more: /\\s*<\\/tool_calls>(?:\\s*(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

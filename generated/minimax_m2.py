@@ -61,6 +61,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<think>",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
@@ -155,7 +156,8 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False},
+    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False, "next_headers": []},
+    "prompt": {"ends_with": ["<think>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<minimax:tool_call>"}],
         "preserved_tokens": [

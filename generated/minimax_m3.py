@@ -170,7 +170,7 @@ SPEC = {
         },
         "end_of_turn_after_calls": ["</tool_call>"],
     },
-    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False},
+    "end_of_turn": {"markers": ["[e~["], "tokenizer_eos": False, "next_headers": []},
     "grammar": {
         "triggers": [
             {"type": "word", "value": "]<]minimax[>[<tool_call>\n]<]minimax[>["}

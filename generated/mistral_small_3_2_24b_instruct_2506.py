@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: tagged: '[TOOL_CALLS]' + <name> + '[CALL_ID]' + <id> + '[ARGS]' + <arguments> + '', separated by ''; real outputs also (overrides): '' after <id>, no <id>.
-End of turn: the tokenizer's eos token.
+End of turn: '[INST]', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["[INST]"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "[TOOL_CALLS]"}]
 PRESERVED_TOKENS: list[str] = ["[TOOL_CALLS]", "[CALL_ID]", "[ARGS]"]
 TOKEN_IDS: dict[str, int] = {}
@@ -119,7 +119,7 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": True},
+    "end_of_turn": {"markers": [], "tokenizer_eos": True, "next_headers": ["[INST]"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "[TOOL_CALLS]"}],
         "preserved_tokens": ["[TOOL_CALLS]", "[CALL_ID]", "[ARGS]"],
@@ -157,7 +157,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "[INST]" ws )?\n'
     'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
     'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
@@ -201,7 +201,7 @@ GBNF = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws "[INST]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
@@ -215,7 +215,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "[INST]" ws )?\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
     "call-id ::= [^\\x00- \\x5B\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
@@ -236,7 +236,7 @@ GBNF_TOOLS = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws "[INST]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
@@ -246,14 +246,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws "[INST]" )* end',
         "arguments-open": 'ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws "[INST]" )* end',
         "arguments-open": 'ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -261,7 +261,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": "end",
+        "calls-more": '( ws "[INST]" )* end',
         "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -330,12 +330,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:\\[INST\\]\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*/\n"
+        "calls_more: /(?:\\s*\\[INST\\])*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -3,7 +3,7 @@
 Reasoning: '[THINK]' ... '[/THINK]'.
 Content: plain text.
 Tool calls: tagged: '[TOOL_CALLS]' + <name> + '[ARGS]' + <arguments> + '', separated by ''; real outputs also (overrides): '' after <name>.
-End of turn: the tokenizer's eos token.
+End of turn: '[INST]', '[TOOL_RESULTS]', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["[INST]", "[TOOL_RESULTS]"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "[TOOL_CALLS]"}]
 PRESERVED_TOKENS: list[str] = ["[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"]
 TOKEN_IDS: dict[str, int] = {}
@@ -134,7 +134,11 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": True},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": True,
+        "next_headers": ["[INST]", "[TOOL_RESULTS]"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "[TOOL_CALLS]"}],
         "preserved_tokens": ["[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]"],
@@ -166,7 +170,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "[INST]" | "[TOOL_RESULTS]" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
     'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
@@ -209,7 +213,7 @@ GBNF = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
@@ -240,7 +244,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "[INST]" | "[TOOL_RESULTS]" ) ws )?\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -260,7 +264,7 @@ GBNF_TOOLS = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
@@ -270,7 +274,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
         "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -281,7 +285,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
         "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -289,7 +293,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
         "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -361,12 +365,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:(?:\\[INST\\]|\\[TOOL_RESULTS\\])\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*/\n"
+        "calls_more: /(?:\\s*(?:\\[INST\\]|\\[TOOL_RESULTS\\]))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"

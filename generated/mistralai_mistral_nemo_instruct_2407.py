@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments, id at id) + '', separated by ', '; section '[TOOL_CALLS][' ... ']'.
-End of turn: the tokenizer's eos token.
+End of turn: '[TOOL_RESULTS]', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["[TOOL_RESULTS]"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "[TOOL_CALLS]["}]
 PRESERVED_TOKENS: list[str] = ["[TOOL_CALLS]"]
 TOKEN_IDS: dict[str, int] = {}
@@ -121,7 +121,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": True},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": True,
+        "next_headers": ["[TOOL_RESULTS]"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "[TOOL_CALLS]["}],
         "preserved_tokens": ["[TOOL_CALLS]"],
@@ -146,7 +150,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "[TOOL_RESULTS]" ws )?\n'
     'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" ( "]" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]["\n'
     'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
@@ -202,7 +206,7 @@ GBNF = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" end\n'
+    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -218,7 +222,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( "[TOOL_RESULTS]" ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -250,7 +254,7 @@ GBNF_TOOLS = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" end\n'
+    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -262,7 +266,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"id\\"" ws ":" ws',
@@ -271,7 +275,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]" end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"id\\"" ws ":" ws',
@@ -281,7 +285,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]" end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": '"[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-field-2": '"[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws',
@@ -328,12 +332,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:\\[TOOL_RESULTS\\]\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]\\s*/\n"
+        "calls_more: /\\s*\\](?:\\s*\\[TOOL_RESULTS\\])*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

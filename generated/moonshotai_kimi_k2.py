@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: tagged: '<|tool_call_begin|>functions.' + <name> + ':' + <index> + '<|tool_call_argument_begin|>' + <arguments> + '<|tool_call_end|>', separated by ''; section '<|tool_calls_section_begin|>' ... '<|tool_calls_section_end|>'; real outputs also (overrides): starting '<|tool_call_begin|>'.
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_user|>user<|im_middle|>', '<|im_system|>tool<|im_middle|>', '<|im_system|>system<|im_middle|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = [
+    "<|im_end|>",
+    "<|im_user|>user<|im_middle|>",
+    "<|im_system|>tool<|im_middle|>",
+    "<|im_system|>system<|im_middle|>",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|tool_calls_section_begin|>"}]
 PRESERVED_TOKENS: list[str] = [
     "<|im_end|>",
@@ -60,6 +65,10 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<|im_assistant|>assistant<|im_middle|>",
+    "<|im_middle|>",
+)
 HAS_CALLS: bool = True
 TRIGGER: str = "<|tool_calls_section_begin|>"
 SECTION_START: str = "<|tool_calls_section_begin|>"
@@ -133,7 +142,18 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|im_user|>user<|im_middle|>",
+            "<|im_system|>tool<|im_middle|>",
+            "<|im_system|>system<|im_middle|>",
+        ],
+    },
+    "prompt": {
+        "ends_with": ["<|im_assistant|>assistant<|im_middle|>", "<|im_middle|>"]
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<|tool_calls_section_begin|>"}],
         "preserved_tokens": [
@@ -172,7 +192,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "_" ( "s" ( "e" ( "c" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls_sec" content-trig-from-16\n'
     'content-body-from-16 ::= ( "t" ( "i" ( "o" ( "n" ( "_" ( "b" ( "e" ( "g" ( "i" ( "n" ( "|" )? )? )? )? )? )? )? )? )? )? )?\n'
@@ -250,7 +270,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call_end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<|tool_call_end|>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -264,7 +284,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ws )?\n'
     "tool-name ::= [^\\x00- :\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -285,7 +305,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call_end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|tool_call_end|>"\n'
@@ -296,20 +316,20 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
         "calls-rest-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
         "calls-rest-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>tool<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
         "arguments-open": '"<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -353,12 +373,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>tool<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_calls_section_begin\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_calls_section_begin\\|>/ & ~/(?s:.*)<\\|tool_calls_section_begin\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\|tool_calls_section_end\\|>(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /\\s*<\\|tool_calls_section_end\\|>(?:\\s*(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>tool<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>))*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -3,7 +3,7 @@
 Reasoning: 'to=self<|message|>' ... '<|eom|><|start|>assistant'.
 Content: 'to=user<|message|>' (always).
 Tool calls: tagged: ' to=' + <name> + '<|message|><atem:function_calls>\\n<atem:invoke name="' + <name> + '">\\n' + <arguments> + '</atem:invoke>\\n</atem:function_calls>', separated by '<|eom|><|start|>assistant'.
-End of turn: '<|eot|>'.
+End of turn: '<|eot|>', '<|start|>user<|message|>', '<|start|>tool', '<|start|>system<|message|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|eot|>"]
+STOP: list[str] = [
+    "<|eot|>",
+    "<|start|>user<|message|>",
+    "<|start|>tool",
+    "<|start|>system<|message|>",
+]
 TRIGGERS: list[dict] = [
     {
         "type": 2,
@@ -68,6 +73,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|start|>assistant",)
 HAS_REASONING: bool = True
 REASONING_START: str = "to=self<|message|>"
 REASONING_STARTS: tuple[str, ...] = ("to=self<|message|>",)
@@ -180,7 +186,16 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|eot|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|eot|>"],
+        "tokenizer_eos": False,
+        "next_headers": [
+            "<|start|>user<|message|>",
+            "<|start|>tool",
+            "<|start|>system<|message|>",
+        ],
+    },
+    "prompt": {"ends_with": ["<|start|>assistant"]},
     "grammar": {
         "triggers": [
             {
@@ -220,7 +235,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot|>" ws )?\n'
+    'end ::= ws ( ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" )? )?\n'
     'content-trig ::= content-body-0-0* "t" content-body-1-1* "o="\n'
     'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
@@ -268,7 +283,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|eot|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -337,7 +352,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|eot|>" ws )?\n'
+    'end ::= ws ( ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/atem:parameter" argument-value-closed-from-16\n'
@@ -378,7 +393,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|eot|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -388,7 +403,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|eot|>" )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "calls-full-part-2": "calls-more",
@@ -400,7 +415,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<|eot|>" )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "calls-full-part-2": "calls-more",
@@ -409,7 +424,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|eot|>" )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -485,12 +500,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:<\\|eot\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>)\\s*)?/\n"
         "CONTENT_OPEN: /\\s*to=user<\\|message\\|>(?s:.*)/ & ~/\\s*to=user<\\|message\\|>(?s:.*)to=(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*to=user<\\|message\\|>(?s:.*)to=/ & ~/\\s*to=user<\\|message\\|>(?s:.*)to=(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|eot\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"

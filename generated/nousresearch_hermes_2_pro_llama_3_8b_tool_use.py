@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '<tool_call>\\n' + a json object (name at name, arguments at arguments) + '\\n</tool_call>', separated by '\\n'.
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_start|>user', '<|im_start|>tool', '<|im_start|>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,18 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = [
+    "<|im_end|>",
+    "<|im_start|>user",
+    "<|im_start|>tool",
+    "<|im_start|>system",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_call>"}]
 PRESERVED_TOKENS: list[str] = ["<|im_end|>", "<tool_call>", "</tool_call>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|im_start|>assistant",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>\n"
@@ -117,7 +123,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|im_start|>user", "<|im_start|>tool", "<|im_start|>system"],
+    },
+    "prompt": {"ends_with": ["<|im_start|>assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>"}],
         "preserved_tokens": ["<|im_end|>", "<tool_call>", "</tool_call>"],
@@ -142,7 +153,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -190,7 +201,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</tool_call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -206,7 +217,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -233,7 +244,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</tool_call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -245,7 +256,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</tool_call>" calls-more',
@@ -253,7 +264,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": 'ws "</tool_call>" calls-more',
@@ -262,7 +273,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
         "call-first-name": '"<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</tool_call>" calls-more',
@@ -303,12 +314,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on and thinking off).
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments) + '', separated by ', '; section '<TOOLCALL>[' ... ']</TOOLCALL>'; after content, '<SPECIAL_12>\\n<SPECIAL_11>Assistant' opens a new turn for the calls.
-End of turn: '<SPECIAL_12>'.
+End of turn: '<SPECIAL_12>', '<SPECIAL_11>User'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<SPECIAL_12>"]
+STOP: list[str] = ["<SPECIAL_12>", "<SPECIAL_11>User"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<TOOLCALL>["}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -59,6 +59,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<SPECIAL_11>Assistant\n<think>", "<think>")
 HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
@@ -133,7 +134,12 @@ SPEC = {
         "turn_break": "<SPECIAL_12>\n<SPECIAL_11>Assistant",
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<SPECIAL_12>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<SPECIAL_12>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<SPECIAL_11>User"],
+    },
+    "prompt": {"ends_with": ["<SPECIAL_11>Assistant\n<think>", "<think>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<TOOLCALL>["}],
         "preserved_tokens": [
@@ -164,7 +170,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<SPECIAL_12>" ws )?\n'
+    'end ::= ws ( ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "C" ( "A" ( "L" ( "L" ( ">" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "TOOLCALL>["\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -211,7 +217,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end\n'
+    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -243,7 +249,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<SPECIAL_12>" ws )?\n'
+    'end ::= ws ( ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -269,7 +275,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end\n'
+    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<TOOLCALL>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<TOOLCALL>[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -280,7 +286,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -292,7 +298,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -301,7 +307,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
         "call-first-name": '"<TOOLCALL>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<TOOLCALL>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -361,12 +367,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<SPECIAL_12>\\s*)?/\n"
+        "END: /\\s*(?:(?:<SPECIAL_12>|<SPECIAL_11>User)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<TOOLCALL>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<TOOLCALL>/ & ~/(?s:.*)<TOOLCALL>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\/TOOLCALL>(?:\\s*<SPECIAL_12>)*\\s*/\n"
+        "calls_more: /\\s*\\]<\\/TOOLCALL>(?:\\s*(?:<SPECIAL_12>|<SPECIAL_11>User))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

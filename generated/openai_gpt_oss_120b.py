@@ -3,7 +3,7 @@
 Reasoning: '<|channel|>analysis<|message|>' ... '<|end|><|start|>assistant'.
 Content: '<|channel|>final<|message|>' (always).
 Tool calls: tagged: ' to=functions.' + <name> + '<|channel|>commentary json<|message|>' + <arguments> + '<|call|>', separated by ''; real outputs also (overrides): starting ' to=', '<|channel|>commentary<|constrain|>json<|message|>' after <name>, '<|channel|>commentary <|constrain|>json<|message|>' after <name>, '<|channel|>commentary<|message|>' after <name>, '<|channel|>analysis json<|message|>' after <name>, '<|channel|>analysis<|constrain|>json<|message|>' after <name>, '<|channel|>analysis<|message|>' after <name>, '<|end|>' after <arguments>.
-End of turn: '<|return|>', '<|end|>'.
+End of turn: '<|return|>', '<|end|>', '<|start|>user<|message|>', '<|start|>functions'.
 A turn: several messages, each after the first opened by '<|start|>assistant', headers ending '<|message|>'; content also under '<|channel|>commentary<|message|>', '<|channel|>final <|constrain|>json<|message|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
@@ -48,7 +48,12 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|return|>", "<|end|>"]
+STOP: list[str] = [
+    "<|return|>",
+    "<|end|>",
+    "<|start|>user<|message|>",
+    "<|start|>functions",
+]
 TRIGGERS: list[dict] = [{"type": 1, "value": "to=functions."}]
 PRESERVED_TOKENS: list[str] = [
     "<|channel|>analysis<|message|>",
@@ -62,6 +67,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|start|>assistant",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<|channel|>analysis<|message|>"
 REASONING_STARTS: tuple[str, ...] = ("<|channel|>analysis<|message|>",)
@@ -179,7 +185,11 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|return|>", "<|end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|return|>", "<|end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|start|>user<|message|>", "<|start|>functions"],
+    },
     "messages": {
         "opener": "<|start|>assistant",
         "header_end": "<|message|>",
@@ -189,6 +199,7 @@ SPEC = {
             "<|channel|>final <|constrain|>json<|message|>",
         ],
     },
+    "prompt": {"ends_with": ["<|start|>assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "to=functions."}],
         "preserved_tokens": [
@@ -262,7 +273,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|return|>" | "<|end|>" ) ws )?\n'
+    'end ::= ws ( ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" content-body-2-2* ( "=" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "s" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "t" content-body-1-1* "o" content-body-2-2* "=functions."\n'
     'content-body-0-0 ::= [^t] | "t" content-body-1-1* content-body-1-0\n'
@@ -310,7 +321,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|call|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
     'calls-rest-part ::= ws "<|call|>"\n'
@@ -380,7 +391,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<|return|>" | "<|end|>" ) ws )?\n'
+    'end ::= ws ( ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ws )?\n'
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -401,7 +412,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|call|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|call|>"\n'
@@ -412,7 +423,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
         "arguments-open": 'ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-rest-part": 'ws "<|call|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -426,7 +437,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
         "arguments-open": 'ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-rest-part": 'ws "<|call|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -437,7 +448,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, None): {
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
         "arguments-open": '"to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-root-part": 'ws "<|call|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -538,12 +549,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|return\\|>|<\\|end\\|>)\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions)\\s*)?/\n"
         "CONTENT_OPEN: /\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\./ & ~/\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|return\\|>|<\\|end\\|>))*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<function name="' + <name> + '">' + <arguments> + '</function>', separated by '\\n'.
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_start|>user', '<|im_start|>system'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = ["<|im_end|>", "<|im_start|>user", "<|im_start|>system"]
 TRIGGERS: list[dict] = [{"type": 1, "value": '<function name="'}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -168,7 +168,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|im_start|>user", "<|im_start|>system"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": '<function name="'}],
         "preserved_tokens": [
@@ -204,7 +208,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -257,7 +261,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<function name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -285,7 +289,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -338,7 +342,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<function name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -366,7 +370,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/param>"\n'
@@ -388,7 +392,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<function name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<function name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -398,7 +402,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -408,7 +412,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -420,13 +424,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -500,12 +504,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)\\s*)?/\n"
         'CONTENT: /(?s:.*)/ & ~/(?s:.*)<function name="(?s:.*)/\n'
         'CONTENT_TRIG: /(?s:.*)<function name="/ & ~/(?s:.*)<function name="(?s:.+)/\n'
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

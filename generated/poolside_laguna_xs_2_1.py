@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '\\n' + <arguments> + '</tool_call>\\n', separated by ''.
-End of turn: '</assistant>'.
+End of turn: '</assistant>', '<user>', '<tool_response>', '<system>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["</assistant>"]
+STOP: list[str] = ["</assistant>", "<user>", "<tool_response>", "<system>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_call>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -160,7 +160,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["</assistant>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["</assistant>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<user>", "<tool_response>", "<system>"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>"}],
         "preserved_tokens": [
@@ -195,7 +199,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "</assistant>" ws )?\n'
+    'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -246,7 +250,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "</assistant>" )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name ws\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -274,7 +278,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "</assistant>" ws )?\n'
+    'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -325,7 +329,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "</assistant>" )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name ws\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -353,7 +357,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "</assistant>" ws )?\n'
+    'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
@@ -383,7 +387,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "</assistant>" )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>" ws tool-name ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -393,7 +397,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "</assistant>" )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -403,7 +407,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "</assistant>" )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -415,13 +419,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "</assistant>" )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": '( ws "</assistant>" )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -495,12 +499,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\/assistant>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\/assistant>|<user>|<tool_response>|<system>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\/assistant>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\/assistant>|<user>|<tool_response>|<system>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
 Content: plain text.
 Tool calls: tagged: '<tool_call>\\n<function=' + <name> + '>\\n' + <arguments> + '</function>\\n</tool_call>', separated by '\\n'; real outputs also (overrides): starting '<function='.
-End of turn: '<|im_end|>'.
+End of turn: '<|im_end|>', '<|im_start|>user'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|im_end|>"]
+STOP: list[str] = ["<|im_end|>", "<|im_start|>user"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_call>\n<function="}]
 PRESERVED_TOKENS: list[str] = [
     "<think>",
@@ -157,7 +157,11 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|im_end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|im_end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|im_start|>user"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>\n<function="}],
         "preserved_tokens": [
@@ -197,7 +201,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" content-body-2-2* ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "<" ( "f" ( "u" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "t" content-body-2-2* "ool_call>\\n<fun" content-trig-from-16\n'
     'content-body-from-16 ::= ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )?\n'
@@ -272,7 +276,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws ">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -300,7 +304,7 @@ GBNF = (
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" content-body-2-2* ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "<" ( "f" ( "u" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "t" content-body-2-2* "ool_call>\\n<fun" content-trig-from-16\n'
     'content-body-from-16 ::= ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )?\n'
@@ -375,7 +379,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws ">" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -403,7 +407,7 @@ _GRAMMAR_NO_THINKING = (
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|im_end|>" ws )?\n'
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" ) ws )?\n'
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     "argument-key ::= [^\\x00- <>\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/parameter>"\n'
@@ -433,7 +437,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws "<|im_end|>" )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -443,7 +447,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -453,7 +457,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -465,13 +469,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, None): {
-        "calls-more": '( ws "<|im_end|>" )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -545,12 +549,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*<\\|im_end\\|>)*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

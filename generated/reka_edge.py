@@ -143,7 +143,7 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<sep>"], "tokenizer_eos": False},
+    "end_of_turn": {"markers": ["<sep>"], "tokenizer_eos": False, "next_headers": []},
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_call>"}],
         "preserved_tokens": [

@@ -3,7 +3,7 @@
 Reasoning: '<think:opensource>' ... '</think:opensource>'.
 Content: plain text.
 Tool calls: tagged: '<tool_call:opensource>' + <name> + '<tool_sep:opensource>\\n' + <arguments> + '</tool_call:opensource>\\n', separated by ''; section '<tool_calls:opensource>' ... '</tool_calls:opensource>'.
-End of turn: not marked.
+End of turn: '<｜hy_User:opensource｜>', '<tool_responses:opensource>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["<｜hy_User:opensource｜>", "<tool_responses:opensource>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_calls:opensource>"}]
 PRESERVED_TOKENS: list[str] = [
     "<think:opensource>",
@@ -66,6 +66,11 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = (
+    "<｜hy_Assistant:opensource｜><think:opensource></think:opensource>",
+    "<think:opensource></think:opensource>",
+    "</think:opensource>",
+)
 HAS_REASONING: bool = True
 REASONING_START: str = "<think:opensource>"
 REASONING_STARTS: tuple[str, ...] = ("<think:opensource>",)
@@ -170,7 +175,18 @@ SPEC = {
         },
         "end_of_turn_after_calls": ["<｜hy_eos:opensource｜>"],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": False,
+        "next_headers": ["<｜hy_User:opensource｜>", "<tool_responses:opensource>"],
+    },
+    "prompt": {
+        "ends_with": [
+            "<｜hy_Assistant:opensource｜><think:opensource></think:opensource>",
+            "<think:opensource></think:opensource>",
+            "</think:opensource>",
+        ]
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_calls:opensource>"}],
         "preserved_tokens": [
@@ -208,7 +224,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( ":" ( "o" ( "p" ( "e" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls:open" content-trig-from-16\n'
     'content-body-from-16 ::= ( "s" ( "o" ( "u" ( "r" ( "c" ( "e" )? )? )? )? )? )?\n'
@@ -308,7 +324,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws "<｜hy_eos:opensource｜>" )* end\n'
+    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -363,7 +379,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" ) ws )?\n'
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value:open" argument-value-closed-from-16\n'
@@ -416,7 +432,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws "<｜hy_eos:opensource｜>" )* end\n'
+    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_calls:opensource>" ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -426,7 +442,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws "<｜hy_eos:opensource｜>" )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -436,14 +452,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws "<｜hy_eos:opensource｜>" )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws "<｜hy_eos:opensource｜>" )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -521,12 +537,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:(?:<｜hy_User:opensource｜>|<tool_responses:opensource>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls:opensource>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls:opensource>/ & ~/(?s:.*)<tool_calls:opensource>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/tool_calls:opensource>(?:\\s*<｜hy_eos:opensource｜>)*\\s*/\n"
+        "calls_more: /\\s*<\\/tool_calls:opensource>(?:\\s*(?:<｜hy_User:opensource｜>|<tool_responses:opensource>|<｜hy_eos:opensource｜>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"

@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: json: '' + a json object (name at name, arguments at arguments) + '', separated by ', '; section '<tool_calls>[' ... ']</tool_calls>'.
-End of turn: '<|end|>', the tokenizer's eos token.
+End of turn: '<|end|>', '<|user|>', '<|system|>', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,12 +47,13 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|end|>"]
+STOP: list[str] = ["<|end|>", "<|user|>", "<|system|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<tool_calls>["}]
 PRESERVED_TOKENS: list[str] = ["<|end|>", "<tool_calls>", "</tool_calls>"]
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|assistant|>",)
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_calls>["
 SECTION_START: str = "<tool_calls>["
@@ -124,7 +125,12 @@ SPEC = {
         },
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": ["<|end|>"], "tokenizer_eos": True},
+    "end_of_turn": {
+        "markers": ["<|end|>"],
+        "tokenizer_eos": True,
+        "next_headers": ["<|user|>", "<|system|>"],
+    },
+    "prompt": {"ends_with": ["<|assistant|>"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<tool_calls>["}],
         "preserved_tokens": ["<|end|>", "<tool_calls>", "</tool_calls>"],
@@ -149,7 +155,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|user|>" | "<|system|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( ">" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls>["\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -200,7 +206,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" ( ws "<|end|>" )* end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -215,7 +221,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|user|>" | "<|system|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
@@ -241,7 +247,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" ( ws "<|end|>" )* end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -252,7 +258,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -260,7 +266,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -269,7 +275,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
         "call-first-name": '"<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -312,12 +318,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>)\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\/tool_calls>(?:\\s*<\\|end\\|>)*\\s*/\n"
+        "calls_more: /\\s*\\]<\\/tool_calls>(?:\\s*(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>))*\\s*/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

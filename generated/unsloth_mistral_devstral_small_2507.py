@@ -3,7 +3,7 @@
 Reasoning: none.
 Content: plain text.
 Tool calls: tagged: '[TOOL_CALLS]' + <name> + '[ARGS]' + <arguments> + '', separated by ''; real outputs also (overrides): '' after <name>.
-End of turn: the tokenizer's eos token.
+End of turn: '[INST]', '[TOOL_RESULTS]', '[SYSTEM_PROMPT]', the tokenizer's eos token.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = []
+STOP: list[str] = ["[INST]", "[TOOL_RESULTS]", "[SYSTEM_PROMPT]"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "[TOOL_CALLS]"}]
 PRESERVED_TOKENS: list[str] = ["[TOOL_CALLS]", "[ARGS]"]
 TOKEN_IDS: dict[str, int] = {}
@@ -115,7 +115,11 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": [],
     },
-    "end_of_turn": {"markers": [], "tokenizer_eos": True},
+    "end_of_turn": {
+        "markers": [],
+        "tokenizer_eos": True,
+        "next_headers": ["[INST]", "[TOOL_RESULTS]", "[SYSTEM_PROMPT]"],
+    },
     "grammar": {
         "triggers": [{"type": "word", "value": "[TOOL_CALLS]"}],
         "preserved_tokens": ["[TOOL_CALLS]", "[ARGS]"],
@@ -147,7 +151,7 @@ SPEC = {
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
     'content-body-0-0 ::= [^\\x5B] | "[" content-body-1-1* content-body-1-0\n'
@@ -190,7 +194,7 @@ GBNF = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
@@ -204,7 +208,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    "end ::= ws\n"
+    'end ::= ws ( ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ws )?\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -224,7 +228,7 @@ GBNF_TOOLS = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    "calls-more-part ::= end\n"
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
@@ -234,14 +238,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
         "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
         "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -249,7 +253,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, None): {
-        "calls-more": "end",
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
         "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -294,12 +298,12 @@ _LARK = {
     "start-no-thinking": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*/\n"
+        "END: /\\s*(?:(?:\\[INST\\]|\\[TOOL_RESULTS\\]|\\[SYSTEM_PROMPT\\])\\s*)?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*/\n"
+        "calls_more: /(?:\\s*(?:\\[INST\\]|\\[TOOL_RESULTS\\]|\\[SYSTEM_PROMPT\\]))*\\s*/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -3,7 +3,7 @@
 Reasoning: '<|think|>' ... '<|end|><|begin|>assistant'.
 Content: '<|content|>' (always).
 Tool calls: tagged: '<|tool_call:begin|>' + <id> + '<|tool_call:name|>' + <name> + '<|tool_call:args|>' + <arguments> + '<|tool_call:end|>', separated by ''; section '<|tool_calls|>' ... ''.
-End of turn: '<|end|>'.
+End of turn: '<|end|>', '<|begin|>user<|content|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 # The format.
-STOP: list[str] = ["<|end|>"]
+STOP: list[str] = ["<|end|>", "<|begin|>user<|content|>"]
 TRIGGERS: list[dict] = [{"type": 1, "value": "<|tool_calls|>"}]
 PRESERVED_TOKENS: list[str] = [
     "<|think|>",
@@ -64,6 +64,7 @@ PRESERVED_TOKENS: list[str] = [
 TOKEN_IDS: dict[str, int] = {}
 BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
+PROMPT_ENDS: tuple[str, ...] = ("<|begin|>assistant",)
 HAS_REASONING: bool = True
 REASONING_START: str = "<|think|>"
 REASONING_STARTS: tuple[str, ...] = ("<|think|>",)
@@ -144,7 +145,12 @@ SPEC = {
         "arguments": {"encoding": "json", "literal": "json"},
         "end_of_turn_after_calls": ["<|calls|>"],
     },
-    "end_of_turn": {"markers": ["<|end|>"], "tokenizer_eos": False},
+    "end_of_turn": {
+        "markers": ["<|end|>"],
+        "tokenizer_eos": False,
+        "next_headers": ["<|begin|>user<|content|>"],
+    },
+    "prompt": {"ends_with": ["<|begin|>assistant"]},
     "grammar": {
         "triggers": [{"type": "word", "value": "<|tool_calls|>"}],
         "preserved_tokens": [
@@ -180,7 +186,7 @@ SPEC = {
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|begin|>user<|content|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls|>"\n'
     'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
@@ -231,7 +237,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call:end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end|>" | "<|calls|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<|tool_call:end|>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -301,7 +307,7 @@ _GRAMMAR_NO_THINKING = GBNF
 GBNF_TOOLS = (
     "root ::= calls-root\n"
     "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<|end|>" ws )?\n'
+    'end ::= ws ( ( "<|end|>" | "<|begin|>user<|content|>" ) ws )?\n'
     "call-id ::= [^\\x00- <\\x7F]+\n"
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
@@ -323,7 +329,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call:end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end|>" | "<|calls|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|tool_call:end|>"\n'
@@ -334,7 +340,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|end|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
         "calls-rest-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": 'ws "<|tool_call:end|>" calls-more',
@@ -346,7 +352,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|end|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
         "calls-rest-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": 'ws "<|tool_call:end|>" calls-more',
@@ -355,7 +361,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, None): {
-        "calls-more": '( ws ( "<|end|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
         "arguments-open": '"<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -419,12 +425,12 @@ _LARK = {
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
+        "END: /\\s*(?:(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>)\\s*)?/\n"
         "CONTENT_OPEN: /\\s*<\\|content\\|>(?s:.*)/ & ~/\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.*)/\n"
         "CONTENT_OPEN_TRIG: /\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>/ & ~/\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|end\\|>|<\\|calls\\|>))*\\s*/\n"
+        "calls_more: /(?:\\s*(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>|<\\|calls\\|>))*\\s*/\n"
     ),
     "start-calls": (
         "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"

@@ -559,8 +559,9 @@ def test_invented_templates_build(invented):
     opener, closer, eot = MARKERS["robust_long_opener"]
     assert parsers["robust_long_opener"].TRIGGERS == [{"type": 1, "value": opener}]
     # The long end-of-turn marker is recognised, not dropped.
-    assert parsers["robust_long_end"].STOP == [MARKERS["robust_long_end"][2]]
-    assert parsers["robust_separators"].STOP == ["<|end\u0085|>"]
+    # (then the headers of the messages that may follow a turn: no tokenizer)
+    assert parsers["robust_long_end"].STOP[0] == MARKERS["robust_long_end"][2]
+    assert parsers["robust_separators"].STOP[0] == "<|end\u0085|>"
     assert parsers["robust_separators"].TRIGGERS == [{"type": 1, "value": "<call\u2028>"}]
 
 

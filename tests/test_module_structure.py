@@ -305,7 +305,10 @@ def test_docstring_states_the_format(path):
     assert head.startswith(f"Output parser for the {path.stem!r} chat format.")
     spec = _top_value(tree, "SPEC")
     stop = _top_value(tree, "STOP")
-    assert stop == spec["end_of_turn"]["markers"]
+    # (no corpus source gives an eos or a tokenizer: the headers of the messages that
+    # may follow a turn end it too)
+    ends = spec["end_of_turn"]
+    assert stop == list(dict.fromkeys(ends["markers"] + ends.get("next_headers", [])))
     missing = [
         (where, marker) for where, marker in _markers(spec, stop) if repr(marker) not in head
     ]
@@ -395,7 +398,7 @@ def test_an_uncalled_private_method_is_caught(tmp_path):
 
 
 def test_a_docstring_without_a_marker_is_caught(tmp_path):
-    path = _mutant(tmp_path, "End of turn: '<|im_end|>'.", "End of turn: marked.")
+    path = _mutant(tmp_path, "End of turn: '<|im_end|>', ", "End of turn: ")
     with pytest.raises(AssertionError, match="STOP"):
         test_docstring_states_the_format(path)
 

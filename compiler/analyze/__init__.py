@@ -16,6 +16,7 @@ from ..probe import probe
 from ..render import ChatTemplate
 from . import content as content_analysis
 from . import messages as messages_analysis
+from . import headers as headers_analysis
 from . import prose
 from . import reasoning as reasoning_analysis
 from . import tools as tools_analysis
@@ -58,6 +59,14 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         ]
     end_of_turn += _cut_ends(end_of_turn, tools_section.get("end_of_turn_after_calls") or [])
     messages, messages_evidence = messages_analysis.analyze(obs, reasoning, content.start, tools_section)
+    ends = [
+        *end_of_turn,
+        *(tools_section.get("end_of_turn_after_calls") or []),
+        content.end or "",
+        (messages or {}).get("end") or "",
+    ]
+    next_headers, headers_evidence = headers_analysis.following(talk, caps, [e for e in ends if e])
+    prompt_ends, prompt_evidence = headers_analysis.prompt_ends(obs)
     preserved = []
     for marker in (
         reasoning.start, reasoning.end, content.start, content.end, *end_of_turn,
@@ -76,8 +85,13 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         "reasoning": reasoning.section(),
         "content": content.section(),
         "tools": tools_section,
-        "end_of_turn": {"markers": end_of_turn, "tokenizer_eos": content.tokenizer_eos},
+        "end_of_turn": {
+            "markers": end_of_turn,
+            "tokenizer_eos": content.tokenizer_eos,
+            "next_headers": next_headers,
+        },
         **({"messages": messages} if messages else {}),
+        **({"prompt": {"ends_with": prompt_ends}} if prompt_ends else {}),
         "grammar": {
             "triggers": triggers.triggers(
                 calls, other_markers, (content.start or "") if unit else ""
@@ -86,7 +100,13 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         },
     }
     analysis = Analysis(
-        body, reasoning.evidence + content.evidence + tools.evidence + messages_evidence
+        body,
+        reasoning.evidence
+        + content.evidence
+        + tools.evidence
+        + messages_evidence
+        + headers_evidence
+        + prompt_evidence,
     )
     analysis.review.extend(content.review)
     analysis.review.extend(tools.review)

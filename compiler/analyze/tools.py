@@ -244,6 +244,11 @@ def _calls_block(prompt: str, empty: str, turn: str, reasoning_markers) -> str:
     if output_at >= start:
         return _after_empty_block(turn[output_at:end], opener, closer)
     lead = turn[output_at:start]
+    if lead.strip() and prompt.rstrip().endswith(lead.strip()):
+        # What the generation prompt itself ends with, where the turn's render does not
+        # continue the prompt (Command R+ writes a system turn after the conversation,
+        # and the assistant's header after that): the model's output follows it.
+        return turn[start:end]
     if opener and closer and opener in lead and closer in lead:
         lead = lead[lead.rfind(closer) + len(closer) :]
     elif closer and closer in lead:

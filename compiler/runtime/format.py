@@ -44,6 +44,10 @@ GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
+# What every generation prompt ends with, from each marker in it on, the longest
+# first: an output that starts with one of them writes it again (dropped there).
+PROMPT_ENDS: tuple[str, ...] = _given("PROMPT_ENDS", ())
+
 # --- reasoning ---------------------------------------------------------------------
 # Outputs may hold a reasoning block: its opener ("" where none: the output starts
 # inside it), the opener and others real outputs write (overrides), longest first,
@@ -68,6 +72,10 @@ CONTENT_WRAPPED: bool = _given("CONTENT_WRAPPED", False)
 CONTENT_ALWAYS_WRAPPED: bool = _given("CONTENT_ALWAYS_WRAPPED", False)
 CONTENT_START: str = _given("CONTENT_START", "")
 CONTENT_END: str = _given("CONTENT_END", "")
+# Every opener the content may open with and its closer ("" where none), the longest
+# opener first, where real outputs write others beside the template's (overrides);
+# () where they do not.
+CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
 # Whether the prompt writes the content's opener, per enable_thinking: the output
 # starts inside the content, which CONTENT_END ends.
 CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})

@@ -7,13 +7,13 @@ from .format import (
     BARE_CALLS,
     CONTENT_AFTER_CALLS,
     CONTENT_ALWAYS_WRAPPED,
-    CONTENT_END,
     CONTENT_OPENED,
     CONTENT_START,
     CONTENT_WRAPPED,
     HAS_CALLS,
     HAS_REASONING,
     MESSAGE_OPENER,
+    PROMPT_ENDS,
     REASONING_END,
     REASONING_START,
     SECTION_BEFORE_CONTENT,
@@ -24,11 +24,13 @@ from .stream import _past_broken
 from .text import (
     _SEEK,
     _before_break,
+    _content_opener,
     _in_messages,
     _opened_by_prompt,
     _opener,
     _skip_space,
     _strip_stop,
+    _without_echo,
 )
 from .values import _SchemaTypes
 
@@ -74,22 +76,23 @@ def _read_content(text, strict, opened=False):
     """The content between its markers; text outside them is kept. ``opened``: the
     prompt wrote the opener, so the text starts inside the content."""
     stripped = text.lstrip()
-    if stripped.startswith(CONTENT_START):
-        body = stripped[len(CONTENT_START) :]
+    opener, closer = _content_opener(stripped)
+    if opener:
+        body = stripped[opener:]
     elif opened:
         body = stripped
     else:
         if CONTENT_ALWAYS_WRAPPED and strict and stripped:
             raise ValueError("content does not start with %r" % CONTENT_START)
         return text.strip()  # the opener is written only after reasoning
-    if not CONTENT_END:
+    if not closer:
         return body.strip()
-    end = body.find(CONTENT_END)
+    end = body.find(closer)
     if end < 0:
         return body.strip()
-    rest = body[end + len(CONTENT_END) :]
+    rest = body[end + len(closer) :]
     if strict and rest.strip():
-        raise ValueError("text after %r at offset %d" % (CONTENT_END, end))
+        raise ValueError("text after %r at offset %d" % (closer, end))
     return (body[:end] + rest).strip()
 
 
@@ -101,11 +104,15 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
+    if PROMPT_ENDS and not strict:
+        # what the prompt wrote, written again (the grammars, and strict reading, keep
+        # to the output after the prompt)
+        text = _without_echo(text)
     if MESSAGE_OPENER and not strict:
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
         text = _in_messages(text)
-    rest = _strip_stop(text)
+    rest = _strip_stop(text, once=strict)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
@@ -121,7 +128,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
-            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
+            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call

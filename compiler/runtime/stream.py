@@ -53,7 +53,6 @@ from .format import (
     CONTENT_AS_UNIT,
     CONTENT_END,
     CONTENT_OPENED,
-    CONTENT_START,
     CONTENT_WRAPPED,
     ELEMENTS,
     END_AFTER_CALLS,
@@ -72,6 +71,7 @@ from .format import (
     NAME_PATH,
     OPTIONAL_PARTS,
     OWN_VALUES,
+    PROMPT_ENDS,
     QUOTED_STRINGS,
     RAW_STRINGS,
     REASONING_END,
@@ -91,14 +91,18 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
+    _CONTENT_CLOSERS,
+    _CONTENT_OPENERS,
     _LONGEST_NAME,
     _SEEK,
     _SEEKS,
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _content_opener,
     _cut_short,
     _decided,
+    _Echo,
     _good_name,
     _match,
     _maybe_stop,
@@ -111,7 +115,10 @@ from .text import (
     _seek,
     _settled,
     _short_of_break,
+    _STOP_REACH,
+    _stop_at,
     _stops,
+    _stops_begin,
     _strip_stop,
     _trim_end,
     _undecided,
@@ -156,31 +163,22 @@ _PREFIX_TAILS: dict = {}
 
 
 def _final_stop_apart(text):
-    """(``text`` less a final end-of-turn marker, that marker with the whitespace
-    after it), the marker found as ``_strip_stop`` finds it."""
-    end = len(text.rstrip())
-    for stop in STOP:
-        if stop and text.endswith(stop, 0, end):
-            return text[: end - len(stop)], text[end - len(stop) :]
-    return text, ""
+    """(``text`` less its final end-of-turn markers, those markers with the
+    whitespace after them), the markers found as ``_strip_stop`` finds them."""
+    at = _stop_at(text)
+    return text[:at], text[at:]
 
 
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    at = _stops_begin(text)
+    return at < len(text) and any(
+        _cut_short(text[:at], 0, each, others) for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -243,8 +241,8 @@ _REASONING_STOPS = (
     _stops(REASONING_END, *_SEEKS) if TRIGGER_ALSO else _stops(REASONING_END, _SEEK)
 )
 _CONTENT_STOPS = (
-    _stops(CONTENT_END, TURN_BREAK, *_SEEKS)
-    if TRIGGER_ALSO
+    _stops(CONTENT_END, TURN_BREAK, *_SEEKS, *_CONTENT_CLOSERS)
+    if TRIGGER_ALSO or _CONTENT_CLOSERS
     else (
         _stops(_SEEK, CONTENT_END, TURN_BREAK)
         if TURN_BREAK
@@ -384,6 +382,9 @@ class StreamParser:
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
         )
+        # What closes the content: its closer, or that of the other opener real
+        # outputs write (CONTENT_STARTS), once the content opens with it.
+        self._content_end = CONTENT_END
         self._types = _SchemaTypes(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
@@ -424,6 +425,9 @@ class StreamParser:
         # when the chunk needs the reader.
         self._run = None
         self._reader = self._read()
+        # What the prompt ends with, written again where the output starts (None
+        # once the start of the output has decided).
+        self._echo: _Echo | None = _Echo() if PROMPT_ENDS else None
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
@@ -431,6 +435,10 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
+        if PROMPT_ENDS and self._echo is not None and type(chunk) is str:
+            chunk = self._echo.feed(chunk)
+            if self._echo.done:
+                self._echo = None
         if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
             chunk = self._messages.feed(chunk)
         run = self._run  # None once finish() has run
@@ -467,9 +475,12 @@ class StreamParser:
     def finish(self):
         """The remaining deltas, once the output has ended."""
         early: list = []
+        if PROMPT_ENDS and self._echo is not None and not self._eof:
+            rest, self._echo = self._echo.finish(), None
+            early = self.feed(rest)
         if MESSAGE_OPENER and self._messages is not None and not self._eof:
             rest, self._messages = self._messages.finish(), None
-            early = self.feed(rest)
+            early += self.feed(rest)
         if not self._eof:
             self._eof = True
             self._run = None
@@ -630,7 +641,7 @@ class StreamParser:
             # delimiter: the text is reasoning only if the delimiter comes. It waits
             # in _maybe_reasoning (the pending text is copied with every chunk), but for
             # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+            margin = max(len(REASONING_END), _STOP_REACH)
             while not self._eof and REASONING_END not in self._pending:
                 cut = max(0, len(self._pending) - margin)
                 self._maybe_reasoning.append(self._pending[:cut])
@@ -693,7 +704,7 @@ class StreamParser:
             return False
         held = self._maybe_reasoning
         # (what may still be the closer, or the end-of-turn marker feed keeps apart)
-        margin = max([len(REASONING_END)] + [len(stop) for stop in STOP])
+        margin = max(len(REASONING_END), _STOP_REACH)
         while not self._eof and REASONING_END not in self._pending:
             cut = max(0, len(self._pending) - margin)
             held.append(self._pending[:cut])
@@ -723,11 +734,12 @@ class StreamParser:
     def _open_content(self):
         """How long the marker that opens the content is (0: none). The pending
         text then starts with it; the content's first closer is dropped."""
-        while not self._eof and _undecided(self._pending.lstrip(), (CONTENT_START,)):
+        while not self._eof and _undecided(self._pending.lstrip(), _CONTENT_OPENERS):
             self._pending = self._pending.lstrip()
             yield
         self._pending = self._pending.lstrip()
-        return len(CONTENT_START) if self._pending.startswith(CONTENT_START) else 0
+        size, self._content_end = _content_opener(self._pending)
+        return size
 
     def _open_section(self):
         """Drop the calls' section opener that the content starts with, where a turn
@@ -745,7 +757,7 @@ class StreamParser:
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
         yield from self._read_plain(
-            bool((opener or self._content_opened) and CONTENT_END)
+            bool((opener or self._content_opened) and self._content_end)
         )
 
     def _read_plain(self, closing):
@@ -754,7 +766,7 @@ class StreamParser:
         while True:
             pending = self._pending
             if closing:
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if end >= 0:
                     self._pending = pending[self._without_closer(pending, end, 0) :]
                     closing = False
@@ -763,7 +775,7 @@ class StreamParser:
                 self._send("content", pending, final=True)
                 self._pending = ""
                 return
-            keep = _settled(pending, (CONTENT_END,) if closing else ())
+            keep = _settled(pending, (self._content_end,) if closing else ())
             self._send("content", pending[:keep])
             self._hold(pending[keep:])
             self._run = run
@@ -781,7 +793,7 @@ class StreamParser:
         if CONTENT_WRAPPED and not called:
             opener = yield from self._open_content()
         closing = bool(
-            (opener or (self._content_opened and not called)) and CONTENT_END
+            (opener or (self._content_opened and not called)) and self._content_end
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
@@ -798,20 +810,20 @@ class StreamParser:
                 at = pending.find(_SEEK, search)
             if closing:
                 # The closer is dropped unless it may be part of a trigger.
-                end = pending.find(CONTENT_END)
+                end = pending.find(self._content_end)
                 if TRIGGER_ALSO:
                     limit = (
                         at if at >= 0 else min(_partial_at(pending, s) for s in _SEEKS)
                     )
                 else:
                     limit = at if at >= 0 else _partial_at(pending, _SEEK)
-                if end >= 0 and end + len(CONTENT_END) <= limit:
+                if end >= 0 and end + len(self._content_end) <= limit:
                     sent = self._without_closer(pending, end, opener)
                     self._pending = self._pending[sent:]
                     closing = False
                     # (triggers skipped before the closer stay skipped)
                     if search > end:
-                        search = max(end, search - len(CONTENT_END))
+                        search = max(end, search - len(self._content_end))
                     search = max(0, search - sent)
                     if sent:
                         opener = 0
@@ -863,7 +875,7 @@ class StreamParser:
         marker is text, since the closer follows it, and finish() would strip it as
         the output's last were it left at the end of the pending text."""
         before = pending[:end]
-        self._pending = before + pending[end + len(CONTENT_END) :]
+        self._pending = before + pending[end + len(self._content_end) :]
         if not _final_stop_apart(before)[1]:
             return 0
         kept = before.rstrip()
@@ -879,7 +891,7 @@ class StreamParser:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
             return len(_trim_end(pending[:keep], markers))
-        keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
+        keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
             keep = _short_of_break(pending, keep)
@@ -896,7 +908,7 @@ class StreamParser:
             return
         opener = (yield from self._open_content()) if CONTENT_WRAPPED else 0
         self._pending = self._pending[opener:]
-        closing = bool((opener or self._content_opened) and CONTENT_END)
+        closing = bool((opener or self._content_opened) and self._content_end)
         if not (yield from self._calls_to_the_end()):
             yield from self._read_plain(closing)
 

@@ -10,15 +10,20 @@ from .format import (
     CALL_SEPARATOR,
     CALL_START,
     CALL_STARTS,
+    CONTENT_END,
     CONTENT_HEADERS,
     CONTENT_START,
+    CONTENT_STARTS,
     HEADER_END,
+    JSON_CALLS,
     MESSAGE_END,
     MESSAGE_OPENER,
     OPENED_BY_PROMPT,
     OPENED_WITH_TOOLS,
     PRESERVED_TOKENS,
+    PROMPT_ENDS,
     REASONING_STARTS,
+    SECTION_END,
     SECTION_START,
     SECTION_STARTS,
     STOP,
@@ -63,6 +68,13 @@ def _pieces(literal):
     found = _PIECES.get(literal)
     if found is not None:
         return found
+    if _ARRAY_CLOSER and literal == _ARRAY_CLOSER:
+        # The section's calls are one JSON array, which ends at this ']': JSON
+        # allows whitespace after it, before the rest of the closer ('[…]\n```'
+        # for '[…]```').
+        words, trail = _pieces(literal.strip()[1:] + literal[len(literal.rstrip()) :])
+        found = _PIECES[literal] = (["]"] + words, trail)
+        return found
     core = literal.strip()
     pieces = []
     start = at = 0
@@ -86,6 +98,16 @@ def _pieces(literal):
 # The markers a literal is cut after, longest first (a marker may start another).
 _TOKENS = sorted((token for token in PRESERVED_TOKENS if token.strip()), key=len)[::-1]
 _PIECES: dict = {}
+# The section's closer, where the section holds the calls as one JSON array (its
+# opener ends with '[', the closer starts with ']' and goes on): cut after the ']'.
+_ARRAY_CLOSER = (
+    SECTION_END
+    if JSON_CALLS
+    and SECTION_START.rstrip().endswith("[")
+    and SECTION_END.strip().startswith("]")
+    and len(SECTION_END.strip()) > 1
+    else ""
+)
 
 
 def _head(literal):
@@ -328,13 +350,65 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text):
-    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
-    trimmed = text.rstrip()
+def _stop_run(text, end, begun=(), once=False):
+    """Where the end-of-turn markers written one after another that end
+    ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
+    where one ends in another the longest written is read: a model may write the
+    template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
+    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    has already (one begun after it); ``once``: one marker only, as the template
+    ends a turn (strict reading, as the grammars)."""
+    at = end
+    used = list(begun)
+    while True:
+        found = ""
+        for stop in STOP:
+            if (
+                stop
+                and len(stop) > len(found)
+                and stop not in used
+                and text.endswith(stop, 0, at)
+            ):
+                found = stop
+        if not found:
+            return at
+        used.append(found)
+        at -= len(found)
+        if once:
+            return at
+
+
+# How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
+_STOP_REACH = sum(map(len, STOP))
+
+
+def _stop_at(text, once=False):
+    """Where the end-of-turn markers that end ``text`` (whitespace after them aside)
+    begin (``_stop_run``); ``len(text)`` where none does."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    at = _stop_run(text, end, once=once)
+    return at if at < end else len(text)
+
+
+def _stops_begin(text):
+    """Where what may still turn out to be only end-of-turn markers at the end of
+    ``text`` begins: whole markers (whitespace after them), or markers and then
+    the beginning of one at the very end; ``len(text)`` where nothing may."""
+    found = len(text)
     for stop in STOP:
-        if trimmed.endswith(stop):
-            return trimmed[: len(trimmed) - len(stop)]
-    return text
+        begun = _partial_at(text, stop)
+        if begun < len(text):
+            found = min(found, _stop_run(text, begun, (stop,)))
+    return found if found < len(text) else _stop_at(text)
+
+
+def _strip_stop(text, once=False):
+    """Drop the end-of-turn markers (and whitespace) at the end of the text
+    (``_stop_run``: one after another, each once, the longest where one ends in
+    another; ``once``: the one marker the template writes, the longest)."""
+    return text[: _stop_at(text, once)]
 
 
 def _before_break(text):
@@ -411,10 +485,8 @@ def _settled(text, markers):
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
+    at = _stop_run(kept, len(kept))
+    return len(kept[:at].rstrip()) if at < len(kept) else len(kept)
 
 
 def _undecided(head, markers):
@@ -453,10 +525,12 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
+    """Whether ``text`` may still turn out to be just end-of-turn markers, with
+    whitespace around them (whitespace after a part of one ends that hope)."""
+    if not any(STOP):
+        return False
     head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
+    return _stops_begin(head) == 0
 
 
 def _name_end(text, at, after, options):
@@ -527,6 +601,24 @@ def _cut_short(text, at, literal, others=()):
 _CUT_SPACE = 64
 
 
+def _content_opener(text):
+    """(the length of the content's opener ``text`` starts with, the closer that
+    goes with it): the template's, or where real outputs write others
+    (CONTENT_STARTS), the longest written; (0, CONTENT_END) where none is."""
+    for start, end in CONTENT_STARTS:
+        if text.startswith(start):
+            return len(start), end
+    if not CONTENT_STARTS and CONTENT_START and text.startswith(CONTENT_START):
+        return len(CONTENT_START), CONTENT_END
+    return 0, CONTENT_END
+
+
+# The content's openers, and the closers of those real outputs write besides the
+# template's (CONTENT_STARTS).
+_CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START,)
+_CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
     template may open it only where no tools are given)."""
@@ -542,6 +634,54 @@ def _opener(text):
         if text.startswith(start):
             return len(start)
     return 0
+
+
+# --- what the prompt ends with, written again (PROMPT_ENDS) --------------------------
+
+
+class _Echo:
+    """The output less what the generation prompt ends with, where the output starts
+    with it (whitespace before it aside): an engine may hand over the prompt's last
+    marker with the output (``<|start|>assistant<|channel|>final…``), and the
+    output follows it. Fed in pieces or whole it writes the same text; once the
+    start of the output has decided (``done``) it writes each piece as it comes."""
+
+    def __init__(self):
+        self.done = False
+        # The whitespace the output starts with (set aside as it comes), and what
+        # follows it while it may still be one of PROMPT_ENDS.
+        self._space = []
+        self._head = ""
+
+    def feed(self, chunk):
+        if self.done:
+            return chunk
+        if not self._head:
+            text = chunk.lstrip()
+            if len(text) < len(chunk):
+                self._space.append(chunk[: len(chunk) - len(text)])
+            chunk = text
+        head = self._head = self._head + chunk
+        for end in PROMPT_ENDS:
+            if head.startswith(end):
+                self.done = True
+                self._space, self._head = [], ""
+                return head[len(end) :]  # (the whitespace before it dropped too)
+        if not head or _undecided(head, PROMPT_ENDS):
+            return ""
+        return self.finish()
+
+    def finish(self):
+        self.done = True
+        text = "".join(self._space) + self._head
+        self._space, self._head = [], ""
+        return text
+
+
+def _without_echo(text):
+    """``text`` as _Echo writes it, read whole."""
+    echo = _Echo()
+    return echo.feed(text) + echo.finish()
 
 
 # --- a turn written as several messages (MESSAGE_OPENER) ------------------------------

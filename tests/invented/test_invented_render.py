@@ -420,6 +420,30 @@ def decode_relay(text, thinking):
     return reasoning, rest, calls
 
 
+def decode_header_ended(text, thinking):
+    rest, calls = _cut(r"\n<run>(.*?)</run>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
+def decode_closing_rules(text, thinking):
+    rest, calls = _cut(r"\nACT (\[.*\])", text, lambda m: [
+        (None, c["tool"], c["input"]) for c in json.loads(m[1])])
+    return None, rest, calls
+
+
+def decode_mull_reply(text, thinking):
+    reasoning = None
+    found = re.match(r"<mull>\n(.*?)\n</mull>\n", text, re.S)
+    if found:
+        reasoning, text = found[1], text[found.end():]
+    rest, calls = _cut(r"\n<call>(.*?)</call>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    # the renders here are made with tools: an answer opens with the label
+    assert not rest or rest.startswith("回答："), rest
+    return reasoning, rest.removeprefix("回答："), calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
@@ -430,6 +454,10 @@ class Format:
     ids: bool = False  # writes the call ids
     result_ids: bool = False  # writes tool_call_id in tool results
     message_end: str = ""  # what ends a user's message, where it is not end_of_turn
+    # The opening of a turn the template writes after the conversation, before the
+    # generation prompt (Command R+'s closing system turn): the prompt is then no
+    # beginning of the conversation with the assistant's turn.
+    closing_turn: str = ""
 
 
 FORMATS = {
@@ -461,6 +489,9 @@ FORMATS = {
     "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
                              message_end="<|stop|>"),
     "muse_invoke": Format("<|end-of-reply|>", decode_muse_invoke, reasoning=True),
+    "header_ended": Format("", decode_header_ended),
+    "closing_rules": Format("<|done|>", decode_closing_rules, closing_turn="<|turn|><|rules|>"),
+    "mull_reply": Format("<|over|>", decode_mull_reply, reasoning=True),
 }
 
 
@@ -487,12 +518,18 @@ def model_text(template: ChatTemplate, fmt: Format, message: dict, thinking: boo
         # the prompt closed an empty reasoning block: reasoning can't follow it
         assert not full.startswith(prefix)
         return None
+    if fmt.closing_turn:
+        # history, closing turn, generation prompt; history, the turn, closing turn
+        base = template.render(history(), tools=TOOLS, enable_thinking=thinking)
+        head, closing = base[: base.rindex(fmt.closing_turn)], base[base.rindex(fmt.closing_turn):]
+        assert prefix == base + prefix[len(base):] and full.endswith(closing)
+        prefix, full = head + prefix[len(base):], full[: len(full) - len(closing)]
     assert full.startswith(prefix), "the conversation does not extend the prompt"
     text = full[len(prefix):].rstrip()
     ends = fmt.end_of_turn if isinstance(fmt.end_of_turn, tuple) else (fmt.end_of_turn,)
     end = next((end for end in ends if text.endswith(end)), None)
     assert end is not None, f"no end-of-turn marker: {text[-40:]!r}"
-    return text[: -len(end)]
+    return text[: len(text) - len(end)]
 
 
 def expected(message: dict, fmt: Format):

@@ -177,6 +177,29 @@ def test_strip_stop(im_end):
     assert T._strip_stop("answer  ") == "answer  "
 
 
+def test_strip_stop_reads_end_markers_written_one_after_another(monkeypatch):
+    """The template's marker, then the tokenizer's eos: both end the turn, each once;
+    where one ends in another, the longest written is read."""
+    monkeypatch.setattr(T, "STOP", ["<|im_end|>", "<|endofturn|>"])
+    assert T._strip_stop("a<|im_end|><|endofturn|>\n") == "a"
+    assert T._strip_stop("a <|endofturn|>") == "a "
+    assert T._strip_stop("a<|endofturn|><|im_end|>") == "a"  # in either order
+    assert T._strip_stop("a<|im_end|><|im_end|>") == "a<|im_end|>"  # each once
+    assert T._strip_stop("a<|im_end|> <|endofturn|>") == "a<|im_end|> "  # written apart
+    monkeypatch.setattr(T, "STOP", ["<|END_OF_TURN_TOKEN|>", "<|END_TEXT|><|END_OF_TURN_TOKEN|>"])
+    assert T._strip_stop("a<|END_TEXT|><|END_OF_TURN_TOKEN|>") == "a"
+    assert T._strip_stop("a<|END_OF_TURN_TOKEN|>") == "a"
+
+
+def test_stops_begin(monkeypatch):
+    monkeypatch.setattr(T, "STOP", ["<|e|>", "</s>"])
+    assert T._stops_begin("x<|e|></") == 1  # a marker, then one begun
+    assert T._stops_begin("x<|e|></s>  ") == 1
+    assert T._stops_begin("x</") == 1
+    assert T._stops_begin("x<|e|>y") == len("x<|e|>y")
+    assert T._stops_begin("x<|e|> </") == len("x<|e|> ")  # markers written apart: the last
+
+
 def test_strip_stop_without_stops(monkeypatch):
     monkeypatch.setattr(T, "STOP", [])
     assert T._strip_stop("answer<|im_end|>") == "answer<|im_end|>"
@@ -258,11 +281,13 @@ def test_settled_holds_back_only_what_may_be_a_marker(two_stops, text):
 
     # An end-of-turn marker, what may still become a marker, or the one before the
     # other (the marker is final only if nothing but whitespace follows it).
+    # End-of-turn markers may be written one after the other, each once.
+    runs = {"", "<|e|>", "</s>", "<|e|></s>", "</s><|e|>"}
     assert (
         not held
-        or held in ("<|e|>", "</s>")
+        or held in runs
         or partial(held)
-        or any(held.startswith(s) and partial(held[len(s) :].lstrip()) for s in ("<|e|>", "</s>"))
+        or any(run and held.startswith(run) and partial(held[len(run) :].lstrip()) for run in runs)
     ), held
 
 
@@ -299,6 +324,7 @@ def test_stops_of_nothing(monkeypatch):
         ("<|im ", False),  # whitespace after a part of one ends the hope
         ("hello", False),
         ("<|im_end|>x", False),
+        ("<|im_end|><|im_", False),  # each marker once
     ],
 )
 def test_maybe_stop(im_end, text, maybe):
