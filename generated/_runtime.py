@@ -3171,19 +3171,64 @@ class _Broken(Exception):
 
 
 def _prefix_tail(*markers):
-    """(pattern, reach): the pattern finds, searched for in a text's last ``reach``
-    characters, where a proper prefix of one of ``markers`` ends the text (the
-    leftmost such place, as ``_partial_at`` finds it for each)."""
-    found = _PREFIX_TAILS.get(markers)
-    if found is None:
-        prefixes = {m[:size] for m in markers for size in range(1, len(m))}
-        alternatives = "|".join(map(re.escape, sorted(prefixes, key=len, reverse=True)))
-        pattern = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)")
-        found = _PREFIX_TAILS[markers] = (pattern, max(map(len, markers)))
-    return found
+    """A function giving where, in a text, a proper prefix of one of ``markers``
+    ends it: the leftmost such place, as ``_partial_at`` finds it for each, or the
+    text's length. A marker may name a key the model wrote (MiniMax M3's value
+    closer repeats it), so nothing is kept per marker, and nothing made costs more
+    than time in proportion to the marker's length: each place that may start it
+    (of the text's last ``len(marker) - 1`` characters) is tried as it is, a few of
+    them, and past those the rest is read once against the marker's border table."""
+    markers = [marker for marker in markers if marker]
+    tables: dict = {}  # marker -> its border table, made when first needed
+
+    def tail(text):
+        start = len(text)
+        for marker in markers:
+            at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
+            for _ in range(4):
+                if not 0 <= at < start or marker.startswith(text[at:]):
+                    break
+                at = text.find(marker[0], at + 1)
+            else:
+                if 0 <= at < start:
+                    borders = tables.get(marker) or tables.setdefault(
+                        marker, _borders(marker)
+                    )
+                    at = _border_start(text, at, marker, borders)
+            if 0 <= at < start:
+                start = at
+        return start
+
+    return tail
 
 
-_PREFIX_TAILS: dict = {}
+def _borders(marker):
+    """Knuth-Morris-Pratt's table of ``marker``: for each of its prefixes, the
+    length of the longest proper prefix that also ends it."""
+    borders = [0] * len(marker)
+    size = 0
+    for at in range(1, len(marker)):
+        while size and marker[at] != marker[size]:
+            size = borders[size - 1]
+        if marker[at] == marker[size]:
+            size += 1
+        borders[at] = size
+    return borders
+
+
+def _border_start(text, at, marker, borders):
+    """Where the longest proper prefix of ``marker`` that ends ``text`` starts (one
+    that starts at ``at`` or later), or len(text): the text from ``at`` read once
+    against ``marker``."""
+    size = 0
+    for char in text[at:]:
+        while size and (size == len(marker) or marker[size] != char):
+            size = borders[size - 1]
+        if marker[size] == char:
+            size += 1
+    if size == len(marker):
+        size = borders[size - 1]  # the whole marker: only a proper prefix counts
+    return len(text) - size
 
 
 def _final_stop_apart(text):
@@ -4748,7 +4793,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail, reach = _prefix_tail(*(m for m in (lead + core, core, mark) if m))
+        tail = _prefix_tail(lead + core, core, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole
@@ -4766,8 +4811,7 @@ class StreamParser:
             if first in text or other in text or cue in text:
                 if core in text or (mark and mark in text):
                     return None
-                found = tail.search(text, max(0, len(text) - reach))
-                keep = found.start() if found else len(text)
+                keep = tail(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:

@@ -442,3 +442,62 @@ def test_a_broken_call_never_streams_as_a_valid_one(slug, text):
         fed, finished, abandoned = streamed(module, text, cuts)
         assert merge(fed + finished, abandoned) == module.parse(text)
         assert abandoned == [0]
+
+
+def _keyed_closer_output(module, keys: list[str]) -> str:
+    """One call whose arguments are ``keys``, written with ``module``'s markers in a
+    format whose value closer repeats the key (MiniMax M3's ``</city>``)."""
+    assert module.VALUE_SUFFIX_NAMES_KEY
+    name_end = module.CALL_PARTS[0][1]
+    units = "".join(
+        f"{module.ARG_KEY_PREFIX}{key}{module.ARG_KEY_END}value {at}"
+        + module.ARG_VALUE_SUFFIX.replace("{key}", key)
+        for at, key in enumerate(keys)
+    )
+    return (
+        module.SECTION_START + module.CALL_START + "f" + name_end + units
+        + module.CALL_PARTS[1][1] + module.END_AFTER_CALLS[0]
+    )
+
+
+def test_a_value_closer_that_names_its_key_costs_no_cache(monkeypatch):
+    """Issue 32, item 1: MiniMax M3's value closer repeats the key, and the stream
+    compiled a regex of all the closer's prefixes for each key it had not seen (a
+    pattern quadratic in the key's length) and kept it in a dict with no bound. The
+    issue's output, 300 distinct keys of 256 characters (163 KB): the stream took
+    80 s and kept 100 MB after the parser was gone. Bounded here by steps, not time:
+    the characters of every pattern compiled while streaming (22 million on main;
+    the count stops the run as soon as it passes its bound), and the memory still
+    held once the parser is gone."""
+    module = rt.module("minimax_m3")
+    keys = [(f"k{at:03d}" * 64)[:256] for at in range(300)]
+    text = _keyed_closer_output(module, keys)
+    assert len(text) > 160_000
+    whole = module.parse(text)
+    assert len(json.loads(whole["tool_calls"][0]["function"]["arguments"])) == 300
+
+    compiled = 0
+    compile_pattern = re.compile
+
+    def counted(pattern, flags=0):
+        nonlocal compiled
+        compiled += len(pattern) if isinstance(pattern, str) else 0
+        assert compiled <= len(text), f"{compiled} pattern characters compiled"
+        return compile_pattern(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", counted)
+    import gc
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fed, finished, abandoned = streamed(module, text, range(7, len(text), 7))
+        assert merge(fed + finished, abandoned) == whole
+        del fed, finished
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # What stays is the runtime's size-bounded caches (a few hundred entries).
+    assert held < 4_000_000, f"{held} bytes held after the stream"
