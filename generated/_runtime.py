@@ -640,12 +640,33 @@ def _name_reach(text, at):
 
 
 def _strip_stop(text):
-    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
-    trimmed = text.rstrip()
-    for stop in STOP:
-        if trimmed.endswith(stop):
-            return trimmed[: len(trimmed) - len(stop)]
-    return text
+    """Drop the end-of-turn markers (and whitespace) at the end of the text: the
+    one that ends the turn, and any the model wrote before it (a model the server
+    did not stop writes it again), as the text after calls loses them."""
+    return text[: _stops_from(text, len(text))]
+
+
+def _stops_from(text, end):
+    """Where the end-of-turn markers that end ``text[:end]`` (one or several,
+    whitespace around them) start; ``end`` where none does. Each character is
+    looked at once, however many markers there are."""
+    at = end
+    kept = len(text[:end].rstrip()) if end == len(text) else _space_before(text, end)
+    while True:
+        for stop in STOP:
+            if stop and text.endswith(stop, 0, kept):
+                at = kept - len(stop)
+                kept = _space_before(text, at)
+                break
+        else:
+            return at
+
+
+def _space_before(text, at):
+    """Where the whitespace that ends ``text[:at]`` starts."""
+    while at and text[at - 1].isspace():
+        at -= 1
+    return at
 
 
 def _before_break(text):
@@ -721,11 +742,13 @@ def _settled(text, markers):
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
-    kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
+    cut = found.start() if found else len(text)
+    keep = _space_before(text, _stops_from(text, cut))
+    if cut < len(text):
+        # The tail held may also be the end of a marker that ends the text (one
+        # that starts as it ends, as MiniMax's '[e~[' does).
+        keep = min(keep, _space_before(text, _stops_from(text, len(text))))
+    return keep
 
 
 def _undecided(head, markers):
@@ -764,10 +787,23 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
-    head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
+    """Whether ``text`` may still turn out to be just end-of-turn markers, with
+    whitespace around them (whitespace after a part of one ends that hope)."""
+    start = _skip_space(text, 0)
+    return any(end <= start for end in _before_stops(text))
+
+
+def _before_stops(text):
+    """Where ``text`` may end once the end-of-turn markers that end the output
+    are dropped (``_strip_stop``), more text or not: before the whole markers that
+    end it, and before those and a marker begun at its end (whitespace around
+    them aside)."""
+    ends = {_stops_from(text, len(text))}
+    for stop in STOP:
+        at = _partial_at(text, stop)
+        if at < len(text):
+            ends.add(_stops_from(text, at))
+    return ends
 
 
 def _name_end(text, at, after, options):
@@ -3244,19 +3280,15 @@ def _final_stop_apart(text):
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    return any(
+        _cut_short(text[:end], 0, each, others)
+        for end in _before_stops(text)
+        if end < len(text)
+        for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -3486,7 +3518,6 @@ class StreamParser:
         # read, with that after them: it joins the content before them to the text
         # after them (sent with that text, if there is content before; then None).
         self._gap = None
-        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
         self.abandoned = []  # the indices of calls sent in part, then found malformed
         self._next_index = 0  # the index the next call gets
@@ -3551,12 +3582,9 @@ class StreamParser:
             self._run = None
             self._pending += "".join(self._space)
             self._space = []
-            if self._tail:  # the final end-of-turn marker, which parse strips
-                self._stop_cut = True
-            else:
-                trimmed = _strip_stop(self._pending)
-                self._stop_cut = trimmed != self._pending
-                self._pending = trimmed
+            # The end-of-turn markers at the end, which parse strips: the last
+            # kept apart as it came (the tail), any others still pending.
+            self._pending = _strip_stop(self._pending)
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
         return early + self._take()
@@ -3712,8 +3740,7 @@ class StreamParser:
                 self._maybe_reasoning.append(self._pending[:cut])
                 self._pending = self._pending[cut:]
                 yield
-            self._pending = "".join(self._maybe_reasoning) + self._pending
-            self._maybe_reasoning = []
+            self._pending = self._rejoined(self._maybe_reasoning)
             if REASONING_END not in self._pending:
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
@@ -3775,8 +3802,7 @@ class StreamParser:
             held.append(self._pending[:cut])
             self._pending = self._pending[cut:]
             yield
-        self._pending = "".join(held) + self._pending
-        held.clear()
+        self._pending = self._rejoined(held)
         found = REASONING_END in self._pending
         if self._eof and not found:
             self._no_closer = True
@@ -3936,7 +3962,9 @@ class StreamParser:
         if self._after:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
-            return len(_trim_end(pending[:keep], markers))
+            # (the tail held may also end a marker that ends the text: _settled)
+            kept = _trim_end(pending[:keep], markers)
+            return min(len(kept), len(_trim_end(pending, markers)))
         keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
@@ -4117,20 +4145,28 @@ class StreamParser:
 
     def _replay(self, text):
         """Text read for calls that were not calls is pending again. At the end of
-        the output it loses the end-of-turn marker that finish() could not see
-        because the reader had taken it (parse strips it from the whole text)."""
-        if self._eof and not self._stop_cut:
-            text = _strip_stop(text)
-            self._stop_cut = True
-        self._pending = text
+        the output it loses the end-of-turn markers that finish() could not see
+        because the reader had taken them (parse strips them from the whole text)."""
+        self._pending = _strip_stop(text) if self._eof else text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
         self._pending = self._pending[size:]
 
+    def _rejoined(self, held):
+        """The pending text with the pieces of it ``held`` aside (emptied) put back
+        in front: at the end of the output less the end-of-turn markers finish()
+        could not see in them (``_replay``)."""
+        text = "".join(held) + self._pending
+        held.clear()
+        return _strip_stop(text) if self._eof else text
+
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text."""
-        self._pending = "".join(self._raw[mark:]) + self._pending
+        """Put what was read since ``mark`` back in front of the pending text (at
+        the end of the output less the end-of-turn markers the reader had taken
+        before finish() could see them, as ``_replay``)."""
+        text = "".join(self._raw[mark:]) + self._pending
+        self._pending = _strip_stop(text) if self._eof else text
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -4143,7 +4179,11 @@ class StreamParser:
                 self._pending = "".join(space) + self._pending
                 space = []
             if not space and _decided(self._pending, literal):
-                return
+                end = _match(self._pending, 0, literal)
+                if end < 0 or min(_before_stops(self._pending)) >= end:
+                    return
+                # The literal is written, but its end may still turn out to begin
+                # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between

@@ -501,3 +501,114 @@ def test_a_value_closer_that_names_its_key_costs_no_cache(monkeypatch):
         tracemalloc.stop()
     # What stays is the runtime's size-bounded caches (a few hundred entries).
     assert held < 4_000_000, f"{held} bytes held after the stream"
+
+
+STOP_SLUGS = [slug for slug in rt.slugs() if rt.module(slug).STOP]
+_CHUNK_SIZES = (1, 2, 3, 7)
+
+
+def _agrees_at_every_chunking(module, text: str, **options) -> dict:
+    """parse's message for ``text``, after checking the stream gives it at chunk
+    sizes 1, 2, 3, 7, random cuts and whole."""
+    whole = module.parse(text, **options)
+    cuttings = [(f"{size}-char", range(size, len(text), size)) for size in _CHUNK_SIZES]
+    rng = random.Random(text)
+    cuttings += [
+        ("random", sorted(rng.sample(range(1, len(text)), min(len(text) - 1, 12)))),
+        ("whole", []),
+    ]
+    for name, cuts in cuttings:
+        fed, finished, abandoned = streamed(module, text, cuts, **options)
+        assert merge(fed + finished, abandoned) == whole, (name, text[-60:])
+    return whole
+
+
+def _first_call_case(slug: str):
+    for kind in rt.TOOL_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is not None and (slug, kind.name) not in KNOWN_FAILURES:
+            return case
+    return None
+
+
+@pytest.mark.parametrize("slug", [slug for slug in TOOL_SLUGS if slug in STOP_SLUGS])
+def test_a_closer_cut_short_before_the_end_of_turn_marker(slug):
+    """Issue 32, item 8: the calls' closer cut short (the model or the server
+    stopped inside it) and then the end-of-turn marker. parse reads the closer as
+    closing; LFM2.5's stream, cut into pieces of 1, 2, 3 or 7 characters, read a
+    quote in the arguments as the string's own (what followed it, ']<' and the
+    marker, was no value's end yet), took the marker into the string before it
+    was whole, and sent ']<' as content. Every closer of every format, cut after
+    each of its characters, once with the marker and once with it written twice."""
+    module = rt.module(slug)
+    case = _first_call_case(slug)
+    parts = getattr(module, "CALL_PARTS", ())
+    closers = [
+        closer
+        for closer in (
+            getattr(module, "SECTION_END", ""),
+            getattr(module, "CALL_END", ""),
+            parts[-1][1] if parts else "",
+            *getattr(module, "END_AFTER_CALLS", ()),
+        )
+        if closer.strip()
+    ]
+    if case is None or not any(closer in case.text for closer in closers):
+        pytest.skip("no call with a closer the template writes")
+    stop = module.STOP[0]
+    for closer in closers:
+        if closer not in case.text:
+            continue
+        at = case.text.rindex(closer)
+        for size in range(1, len(closer.rstrip())):
+            for end in (stop, f"{stop}\n{stop}"):
+                text = case.text[:at] + closer[:size] + end
+                _agrees_at_every_chunking(module, text, tools=case.tools)
+
+
+def test_lfm2_5_reads_a_section_closer_cut_short_before_the_marker():
+    """The issue's text: LFM2.5's section closer cut to ']<' before '<|im_end|>'."""
+    module = rt.module("lfm2_5_8b_a1b")
+    text = "<|tool_call_start|>[get_weather(city='Tokyo', unit='celsius')]<<|im_end|>"
+    whole = _agrees_at_every_chunking(module, text)
+    assert not whole["content"]
+    assert [json.loads(call["function"]["arguments"]) for call in whole["tool_calls"]] == [
+        {"city": "Tokyo", "unit": "celsius"}
+    ]
+
+
+@pytest.mark.parametrize("slug", STOP_SLUGS)
+def test_the_end_of_turn_marker_written_twice(slug):
+    """Issue 32, item 9: MiniMax M2/M3 text after the calls that ends with the
+    end-of-turn marker twice: parse dropped both and the stream kept one, even fed
+    whole; without calls parse kept one. The decision: parse strips the markers
+    that end the output (whitespace around them), however many the model wrote (a
+    model the server did not stop writes it again), with calls or without; the
+    text is then read as with one. Written twice, and three times with whitespace,
+    after content, after calls, and after calls and more text."""
+    module = rt.module(slug)
+    stop = module.STOP[0]
+    texts = []
+    content = rt.make_case(slug, rt.CONTENT_KINDS[0])
+    if content is not None:
+        texts.append((content, content.text))
+    call = _first_call_case(slug) if slug in TOOL_SLUGS else None
+    if call is not None:
+        texts += [(call, call.text), (call, call.text + "Done.")]
+    if not texts:
+        pytest.skip("the template cannot express these cases")
+    for case, text in texts:
+        once = module.parse(text + stop, tools=case.tools)
+        for ending in (stop + stop, f"{stop}\n{stop} ", f"{stop} {stop}{stop}"):
+            twice = _agrees_at_every_chunking(module, text + ending, tools=case.tools)
+            assert twice == once, ending
+
+
+def test_minimax_drops_the_marker_written_twice_after_calls_and_text():
+    """The issue's texts, MiniMax M3: calls, 'done', the marker twice; and content
+    alone with the marker twice (parse kept one)."""
+    module = rt.module("minimax_m3")
+    stop = module.STOP[0]
+    call = _keyed_closer_output(module, ["city"])
+    assert _agrees_at_every_chunking(module, call + "done" + stop + stop)["content"] == "done"
+    assert _agrees_at_every_chunking(module, "Hello" + stop + stop)["content"] == "Hello"

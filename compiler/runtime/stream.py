@@ -96,6 +96,7 @@ from .text import (
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _before_stops,
     _cut_short,
     _decided,
     _good_name,
@@ -211,19 +212,15 @@ def _final_stop_apart(text):
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn marker (which ``parse`` strips)."""
+    and the output's final end-of-turn markers (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    for stop in STOP:
-        if not stop:
-            continue
-        kept = text.rstrip()
-        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
-        if at < len(text) and any(
-            _cut_short(text[:at], 0, each, others) for each in closers
-        ):
-            return True
-    return False
+    return any(
+        _cut_short(text[:end], 0, each, others)
+        for end in _before_stops(text)
+        if end < len(text)
+        for each in closers
+    )
 
 
 def _search_from(search, pending):
@@ -453,7 +450,6 @@ class StreamParser:
         # read, with that after them: it joins the content before them to the text
         # after them (sent with that text, if there is content before; then None).
         self._gap = None
-        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
         self.abandoned = []  # the indices of calls sent in part, then found malformed
         self._next_index = 0  # the index the next call gets
@@ -518,12 +514,9 @@ class StreamParser:
             self._run = None
             self._pending += "".join(self._space)
             self._space = []
-            if self._tail:  # the final end-of-turn marker, which parse strips
-                self._stop_cut = True
-            else:
-                trimmed = _strip_stop(self._pending)
-                self._stop_cut = trimmed != self._pending
-                self._pending = trimmed
+            # The end-of-turn markers at the end, which parse strips: the last
+            # kept apart as it came (the tail), any others still pending.
+            self._pending = _strip_stop(self._pending)
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
         return early + self._take()
@@ -679,8 +672,7 @@ class StreamParser:
                 self._maybe_reasoning.append(self._pending[:cut])
                 self._pending = self._pending[cut:]
                 yield
-            self._pending = "".join(self._maybe_reasoning) + self._pending
-            self._maybe_reasoning = []
+            self._pending = self._rejoined(self._maybe_reasoning)
             if REASONING_END not in self._pending:
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
@@ -742,8 +734,7 @@ class StreamParser:
             held.append(self._pending[:cut])
             self._pending = self._pending[cut:]
             yield
-        self._pending = "".join(held) + self._pending
-        held.clear()
+        self._pending = self._rejoined(held)
         found = REASONING_END in self._pending
         if self._eof and not found:
             self._no_closer = True
@@ -903,7 +894,9 @@ class StreamParser:
         if self._after:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
-            return len(_trim_end(pending[:keep], markers))
+            # (the tail held may also end a marker that ends the text: _settled)
+            kept = _trim_end(pending[:keep], markers)
+            return min(len(kept), len(_trim_end(pending, markers)))
         keep = _settled(pending, watch + ((CONTENT_END,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
@@ -1084,20 +1077,28 @@ class StreamParser:
 
     def _replay(self, text):
         """Text read for calls that were not calls is pending again. At the end of
-        the output it loses the end-of-turn marker that finish() could not see
-        because the reader had taken it (parse strips it from the whole text)."""
-        if self._eof and not self._stop_cut:
-            text = _strip_stop(text)
-            self._stop_cut = True
-        self._pending = text
+        the output it loses the end-of-turn markers that finish() could not see
+        because the reader had taken them (parse strips them from the whole text)."""
+        self._pending = _strip_stop(text) if self._eof else text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
         self._pending = self._pending[size:]
 
+    def _rejoined(self, held):
+        """The pending text with the pieces of it ``held`` aside (emptied) put back
+        in front: at the end of the output less the end-of-turn markers finish()
+        could not see in them (``_replay``)."""
+        text = "".join(held) + self._pending
+        held.clear()
+        return _strip_stop(text) if self._eof else text
+
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text."""
-        self._pending = "".join(self._raw[mark:]) + self._pending
+        """Put what was read since ``mark`` back in front of the pending text (at
+        the end of the output less the end-of-turn markers the reader had taken
+        before finish() could see them, as ``_replay``)."""
+        text = "".join(self._raw[mark:]) + self._pending
+        self._pending = _strip_stop(text) if self._eof else text
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -1110,7 +1111,11 @@ class StreamParser:
                 self._pending = "".join(space) + self._pending
                 space = []
             if not space and _decided(self._pending, literal):
-                return
+                end = _match(self._pending, 0, literal)
+                if end < 0 or min(_before_stops(self._pending)) >= end:
+                    return
+                # The literal is written, but its end may still turn out to begin
+                # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between

@@ -329,12 +329,33 @@ def _name_reach(text, at):
 
 
 def _strip_stop(text):
-    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
-    trimmed = text.rstrip()
-    for stop in STOP:
-        if trimmed.endswith(stop):
-            return trimmed[: len(trimmed) - len(stop)]
-    return text
+    """Drop the end-of-turn markers (and whitespace) at the end of the text: the
+    one that ends the turn, and any the model wrote before it (a model the server
+    did not stop writes it again), as the text after calls loses them."""
+    return text[: _stops_from(text, len(text))]
+
+
+def _stops_from(text, end):
+    """Where the end-of-turn markers that end ``text[:end]`` (one or several,
+    whitespace around them) start; ``end`` where none does. Each character is
+    looked at once, however many markers there are."""
+    at = end
+    kept = len(text[:end].rstrip()) if end == len(text) else _space_before(text, end)
+    while True:
+        for stop in STOP:
+            if stop and text.endswith(stop, 0, kept):
+                at = kept - len(stop)
+                kept = _space_before(text, at)
+                break
+        else:
+            return at
+
+
+def _space_before(text, at):
+    """Where the whitespace that ends ``text[:at]`` starts."""
+    while at and text[at - 1].isspace():
+        at -= 1
+    return at
 
 
 def _before_break(text):
@@ -410,11 +431,13 @@ def _settled(text, markers):
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
-    kept = text[: found.start() if found else len(text)].rstrip()
-    for stop in STOP:
-        if stop and kept.endswith(stop):
-            return len(kept[: len(kept) - len(stop)].rstrip())
-    return len(kept)
+    cut = found.start() if found else len(text)
+    keep = _space_before(text, _stops_from(text, cut))
+    if cut < len(text):
+        # The tail held may also be the end of a marker that ends the text (one
+        # that starts as it ends, as MiniMax's '[e~[' does).
+        keep = min(keep, _space_before(text, _stops_from(text, len(text))))
+    return keep
 
 
 def _undecided(head, markers):
@@ -453,10 +476,23 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
-    whitespace around it (whitespace after a part of one ends that hope)."""
-    head = text.lstrip()
-    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
+    """Whether ``text`` may still turn out to be just end-of-turn markers, with
+    whitespace around them (whitespace after a part of one ends that hope)."""
+    start = _skip_space(text, 0)
+    return any(end <= start for end in _before_stops(text))
+
+
+def _before_stops(text):
+    """Where ``text`` may end once the end-of-turn markers that end the output
+    are dropped (``_strip_stop``), more text or not: before the whole markers that
+    end it, and before those and a marker begun at its end (whitespace around
+    them aside)."""
+    ends = {_stops_from(text, len(text))}
+    for stop in STOP:
+        at = _partial_at(text, stop)
+        if at < len(text):
+            ends.add(_stops_from(text, at))
+    return ends
 
 
 def _name_end(text, at, after, options):
