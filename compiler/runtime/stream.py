@@ -146,12 +146,12 @@ def _prefix_tail(*markers):
     than time in proportion to the marker's length: each place that may start it
     (of the text's last ``len(marker) - 1`` characters) is tried as it is, a few of
     them, and past those the rest is read once against the marker's border table."""
-    markers = [marker for marker in markers if marker]
+    written = [marker for marker in markers if marker]
     tables: dict = {}  # marker -> its border table, made when first needed
 
     def tail(text):
         start = len(text)
-        for marker in markers:
+        for marker in written:
             at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
             for _ in range(4):
                 if not 0 <= at < start or marker.startswith(text[at:]):
