@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 2).
+"""The runtime every format module in this folder runs on (runtime interface 3).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -34,7 +34,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 2
+INTERFACE = 3
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -3214,12 +3214,12 @@ def _prefix_tail(*markers):
     than time in proportion to the marker's length: each place that may start it
     (of the text's last ``len(marker) - 1`` characters) is tried as it is, a few of
     them, and past those the rest is read once against the marker's border table."""
-    markers = [marker for marker in markers if marker]
+    written = [marker for marker in markers if marker]
     tables: dict = {}  # marker -> its border table, made when first needed
 
     def tail(text):
         start = len(text)
-        for marker in markers:
+        for marker in written:
             at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
             for _ in range(4):
                 if not 0 <= at < start or marker.startswith(text[at:]):
