@@ -328,11 +328,19 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text):
+def _strip_stop(text, every=True):
     """Drop the end-of-turn markers (and whitespace) at the end of the text: the
     one that ends the turn, and any the model wrote before it (a model the server
-    did not stop writes it again), as the text after calls loses them."""
-    return text[: _stops_from(text, len(text))]
+    did not stop writes it again), as the text after calls loses them. Not
+    ``every``: the one that ends the turn only (strict reading: the format writes
+    one)."""
+    if every:
+        return text[: _stops_from(text, len(text))]
+    trimmed = text.rstrip()
+    for stop in STOP:
+        if stop and trimmed.endswith(stop):
+            return trimmed[: len(trimmed) - len(stop)]
+    return text
 
 
 def _stops_from(text, end):
