@@ -639,35 +639,23 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text, every=True):
-    """Drop the end-of-turn markers (and whitespace) at the end of the text: the
-    one that ends the turn, and any the model wrote before it (a model the server
-    did not stop writes it again), as the text after calls loses them. Not
-    ``every``: the one that ends the turn only (strict reading: the format writes
-    one)."""
-    if every:
-        return text[: _stops_from(text, len(text))]
+def _strip_stop(text):
+    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
     trimmed = text.rstrip()
     for stop in STOP:
-        if stop and trimmed.endswith(stop):
+        if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
 
 
-def _stops_from(text, end):
-    """Where the end-of-turn markers that end ``text[:end]`` (one or several,
-    whitespace around them) start; ``end`` where none does. Each character is
-    looked at once, however many markers there are."""
-    at = end
-    kept = len(text[:end].rstrip()) if end == len(text) else _space_before(text, end)
-    while True:
-        for stop in STOP:
-            if stop and text.endswith(stop, 0, kept):
-                at = kept - len(stop)
-                kept = _space_before(text, at)
-                break
-        else:
-            return at
+def _stop_from(text, end):
+    """Where an end-of-turn marker that ends ``text[:end]`` (whitespace after it
+    aside) starts, as ``_strip_stop`` finds it; ``end`` where none does."""
+    kept = _space_before(text, end)
+    for stop in STOP:
+        if stop and text.endswith(stop, 0, kept):
+            return kept - len(stop)
+    return end
 
 
 def _space_before(text, at):
@@ -751,11 +739,11 @@ def _settled(text, markers):
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     cut = found.start() if found else len(text)
-    keep = _space_before(text, _stops_from(text, cut))
+    keep = _space_before(text, _stop_from(text, cut))
     if cut < len(text):
-        # The tail held may also be the end of a marker that ends the text (one
-        # that starts as it ends, as MiniMax's '[e~[' does).
-        keep = min(keep, _space_before(text, _stops_from(text, len(text))))
+        # The tail held may also end a marker that ends the text (one that starts
+        # as it ends: MiniMax's '[e~[', written twice).
+        keep = min(keep, _space_before(text, _stop_from(text, len(text))))
     return keep
 
 
@@ -795,22 +783,19 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just end-of-turn markers, with
-    whitespace around them (whitespace after a part of one ends that hope)."""
-    start = _skip_space(text, 0)
-    return any(end <= start for end in _before_stops(text))
+    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
+    whitespace around it (whitespace after a part of one ends that hope)."""
+    head = text.lstrip()
+    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
-def _before_stops(text):
-    """Where ``text`` may end once the end-of-turn markers that end the output
-    are dropped (``_strip_stop``), more text or not: before the whole markers that
-    end it, and before those and a marker begun at its end (whitespace around
-    them aside)."""
-    ends = {_stops_from(text, len(text))}
+def _before_stop(text):
+    """Where ``text`` may end once the output's final end-of-turn marker is
+    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
+    before one begun at its end."""
+    ends = {_stop_from(text, len(text))}
     for stop in STOP:
-        at = _partial_at(text, stop)
-        if at < len(text):
-            ends.add(_stops_from(text, at))
+        ends.add(_partial_at(text, stop))
     return ends
 
 
@@ -3370,7 +3355,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
         text = _in_messages(text)
-    rest = _strip_stop(text, every=not strict)
+    rest = _strip_stop(text)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
@@ -3386,8 +3371,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
-            rest = _before_break(rest) if TURN_BREAK else rest
-            rest = _strip_stop(rest, every=not strict)
+            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call
@@ -3508,15 +3492,19 @@ def _final_stop_apart(text):
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn markers (which ``parse`` strips)."""
+    and the output's final end-of-turn marker (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    return any(
-        _cut_short(text[:end], 0, each, others)
-        for end in _before_stops(text)
-        if end < len(text)
-        for each in closers
-    )
+    for stop in STOP:
+        if not stop:
+            continue
+        kept = text.rstrip()
+        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
+        if at < len(text) and any(
+            _cut_short(text[:at], 0, each, others) for each in closers
+        ):
+            return True
+    return False
 
 
 def _search_from(search, pending):
@@ -3746,6 +3734,7 @@ class StreamParser:
         # read, with that after them: it joins the content before them to the text
         # after them (sent with that text, if there is content before; then None).
         self._gap = None
+        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
         self.abandoned = []  # the indices of calls sent in part, then found malformed
         self._next_index = 0  # the index the next call gets
@@ -3810,9 +3799,12 @@ class StreamParser:
             self._run = None
             self._pending += "".join(self._space)
             self._space = []
-            # The end-of-turn markers at the end, which parse strips: the last
-            # kept apart as it came (the tail), any others still pending.
-            self._pending = _strip_stop(self._pending)
+            if self._tail:  # the final end-of-turn marker, which parse strips
+                self._stop_cut = True
+            else:
+                trimmed = _strip_stop(self._pending)
+                self._stop_cut = trimmed != self._pending
+                self._pending = trimmed
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
         return early + self._take()
@@ -4373,9 +4365,18 @@ class StreamParser:
 
     def _replay(self, text):
         """Text read for calls that were not calls is pending again. At the end of
-        the output it loses the end-of-turn markers that finish() could not see
-        because the reader had taken them (parse strips them from the whole text)."""
-        self._pending = _strip_stop(text) if self._eof else text
+        the output it loses the end-of-turn marker that finish() could not see
+        because the reader had taken it (parse strips it from the whole text)."""
+        self._pending = self._unstopped(text)
+
+    def _unstopped(self, text):
+        """``text``, the rest of the output once the reader has read all it
+        holds, less the final end-of-turn marker where finish() could not see it
+        (the reader had taken it) and the output has ended."""
+        if self._eof and not self._stop_cut:
+            self._stop_cut = True
+            return _strip_stop(text)
+        return text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
@@ -4383,18 +4384,15 @@ class StreamParser:
 
     def _rejoined(self, held):
         """The pending text with the pieces of it ``held`` aside (emptied) put back
-        in front: at the end of the output less the end-of-turn markers finish()
-        could not see in them (``_replay``)."""
+        in front (``_unstopped``)."""
         text = "".join(held) + self._pending
         held.clear()
-        return _strip_stop(text) if self._eof else text
+        return self._unstopped(text)
 
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text (at
-        the end of the output less the end-of-turn markers the reader had taken
-        before finish() could see them, as ``_replay``)."""
-        text = "".join(self._raw[mark:]) + self._pending
-        self._pending = _strip_stop(text) if self._eof else text
+        """Put what was read since ``mark`` back in front of the pending text
+        (``_unstopped``)."""
+        self._pending = self._unstopped("".join(self._raw[mark:]) + self._pending)
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -4408,7 +4406,7 @@ class StreamParser:
                 space = []
             if not space and _decided(self._pending, literal):
                 end = _match(self._pending, 0, literal)
-                if end < 0 or min(_before_stops(self._pending)) >= end:
+                if end < 0 or min(_before_stop(self._pending)) >= end:
                     return
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.

@@ -581,11 +581,10 @@ def test_lfm2_5_reads_a_section_closer_cut_short_before_the_marker():
 def test_the_end_of_turn_marker_written_twice(slug):
     """Issue 32, item 9: MiniMax M2/M3 text after the calls that ends with the
     end-of-turn marker twice: parse dropped both and the stream kept one, even fed
-    whole; without calls parse kept one. The decision: parse strips the markers
-    that end the output (whitespace around them), however many the model wrote (a
-    model the server did not stop writes it again), with calls or without; the
-    text is then read as with one. Written twice, and three times with whitespace,
-    after content, after calls, and after calls and more text."""
+    whole (the marker '[e~[' starts as it ends: the stream held back its last
+    character as a marker begun, and sent the rest). Written twice, with and
+    without whitespace between, after content, after calls, and after calls and
+    more text: the stream reads each as parse does."""
     module = rt.module(slug)
     stop = module.STOP[0]
     texts = []
@@ -598,17 +597,17 @@ def test_the_end_of_turn_marker_written_twice(slug):
     if not texts:
         pytest.skip("the template cannot express these cases")
     for case, text in texts:
-        once = module.parse(text + stop, tools=case.tools)
         for ending in (stop + stop, f"{stop}\n{stop} ", f"{stop} {stop}{stop}"):
-            twice = _agrees_at_every_chunking(module, text + ending, tools=case.tools)
-            assert twice == once, ending
+            _agrees_at_every_chunking(module, text + ending, tools=case.tools)
 
 
-def test_minimax_drops_the_marker_written_twice_after_calls_and_text():
-    """The issue's texts, MiniMax M3: calls, 'done', the marker twice; and content
-    alone with the marker twice (parse kept one)."""
+def test_minimax_reads_the_marker_written_twice_as_parse_does():
+    """The issue's texts, MiniMax M3, and the decision (DESIGN: parse strips the one
+    end-of-turn marker found at the end): without calls, the marker written before
+    the final one is the model's text; after calls, the markers that end the text
+    are the end of a turn with calls, all dropped, as before."""
     module = rt.module("minimax_m3")
     stop = module.STOP[0]
     call = _keyed_closer_output(module, ["city"])
     assert _agrees_at_every_chunking(module, call + "done" + stop + stop)["content"] == "done"
-    assert _agrees_at_every_chunking(module, "Hello" + stop + stop)["content"] == "Hello"
+    assert _agrees_at_every_chunking(module, "Hello" + stop + stop)["content"] == "Hello" + stop

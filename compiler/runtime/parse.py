@@ -105,7 +105,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # a turn of several messages, as the template writes one (the grammars keep
         # to the template's: strict reading too)
         text = _in_messages(text)
-    rest = _strip_stop(text, every=not strict)
+    rest = _strip_stop(text)
     types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
@@ -121,8 +121,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
-            rest = _before_break(rest) if TURN_BREAK else rest
-            rest = _strip_stop(rest, every=not strict)
+            rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
             tool_calls = _unique_ids(tool_calls + more)
         # Content may follow the calls where the template writes it there; a call

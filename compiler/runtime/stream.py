@@ -96,7 +96,7 @@ from .text import (
     _SEPARATOR_SEEK,
     _before,
     _before_break,
-    _before_stops,
+    _before_stop,
     _cut_short,
     _decided,
     _good_name,
@@ -212,15 +212,19 @@ def _final_stop_apart(text):
 def _maybe_cut(text, closers, others):
     """Whether ``text`` may still turn out to be one of ``closers`` cut short
     (``_cut_short``: ``parse`` reads it as closing), perhaps followed by whitespace
-    and the output's final end-of-turn markers (which ``parse`` strips)."""
+    and the output's final end-of-turn marker (which ``parse`` strips)."""
     if any(_cut_short(text, 0, each, others) for each in closers):
         return True
-    return any(
-        _cut_short(text[:end], 0, each, others)
-        for end in _before_stops(text)
-        if end < len(text)
-        for each in closers
-    )
+    for stop in STOP:
+        if not stop:
+            continue
+        kept = text.rstrip()
+        at = len(kept) - len(stop) if kept.endswith(stop) else _partial_at(text, stop)
+        if at < len(text) and any(
+            _cut_short(text[:at], 0, each, others) for each in closers
+        ):
+            return True
+    return False
 
 
 def _search_from(search, pending):
@@ -450,6 +454,7 @@ class StreamParser:
         # read, with that after them: it joins the content before them to the text
         # after them (sent with that text, if there is content before; then None).
         self._gap = None
+        self._stop_cut = False  # finish() found the end-of-turn marker pending
         self._raw = []  # the pieces of the calls being read, for a replay
         self.abandoned = []  # the indices of calls sent in part, then found malformed
         self._next_index = 0  # the index the next call gets
@@ -514,9 +519,12 @@ class StreamParser:
             self._run = None
             self._pending += "".join(self._space)
             self._space = []
-            # The end-of-turn markers at the end, which parse strips: the last
-            # kept apart as it came (the tail), any others still pending.
-            self._pending = _strip_stop(self._pending)
+            if self._tail:  # the final end-of-turn marker, which parse strips
+                self._stop_cut = True
+            else:
+                trimmed = _strip_stop(self._pending)
+                self._stop_cut = trimmed != self._pending
+                self._pending = trimmed
             self._step()
             self._run = None  # at the end of the output the reader waits for nothing
         return early + self._take()
@@ -1077,9 +1085,18 @@ class StreamParser:
 
     def _replay(self, text):
         """Text read for calls that were not calls is pending again. At the end of
-        the output it loses the end-of-turn markers that finish() could not see
-        because the reader had taken them (parse strips them from the whole text)."""
-        self._pending = _strip_stop(text) if self._eof else text
+        the output it loses the end-of-turn marker that finish() could not see
+        because the reader had taken it (parse strips it from the whole text)."""
+        self._pending = self._unstopped(text)
+
+    def _unstopped(self, text):
+        """``text``, the rest of the output once the reader has read all it
+        holds, less the final end-of-turn marker where finish() could not see it
+        (the reader had taken it) and the output has ended."""
+        if self._eof and not self._stop_cut:
+            self._stop_cut = True
+            return _strip_stop(text)
+        return text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
@@ -1087,18 +1104,15 @@ class StreamParser:
 
     def _rejoined(self, held):
         """The pending text with the pieces of it ``held`` aside (emptied) put back
-        in front: at the end of the output less the end-of-turn markers finish()
-        could not see in them (``_replay``)."""
+        in front (``_unstopped``)."""
         text = "".join(held) + self._pending
         held.clear()
-        return _strip_stop(text) if self._eof else text
+        return self._unstopped(text)
 
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text (at
-        the end of the output less the end-of-turn markers the reader had taken
-        before finish() could see them, as ``_replay``)."""
-        text = "".join(self._raw[mark:]) + self._pending
-        self._pending = _strip_stop(text) if self._eof else text
+        """Put what was read since ``mark`` back in front of the pending text
+        (``_unstopped``)."""
+        self._pending = self._unstopped("".join(self._raw[mark:]) + self._pending)
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -1112,7 +1126,7 @@ class StreamParser:
                 space = []
             if not space and _decided(self._pending, literal):
                 end = _match(self._pending, 0, literal)
-                if end < 0 or min(_before_stops(self._pending)) >= end:
+                if end < 0 or min(_before_stop(self._pending)) >= end:
                     return
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.

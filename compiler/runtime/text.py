@@ -328,35 +328,23 @@ def _name_reach(text, at):
     return _skip_space(text, start + len(head[0])) if head else start
 
 
-def _strip_stop(text, every=True):
-    """Drop the end-of-turn markers (and whitespace) at the end of the text: the
-    one that ends the turn, and any the model wrote before it (a model the server
-    did not stop writes it again), as the text after calls loses them. Not
-    ``every``: the one that ends the turn only (strict reading: the format writes
-    one)."""
-    if every:
-        return text[: _stops_from(text, len(text))]
+def _strip_stop(text):
+    """Drop one end-of-turn marker (and whitespace) at the end of the text."""
     trimmed = text.rstrip()
     for stop in STOP:
-        if stop and trimmed.endswith(stop):
+        if trimmed.endswith(stop):
             return trimmed[: len(trimmed) - len(stop)]
     return text
 
 
-def _stops_from(text, end):
-    """Where the end-of-turn markers that end ``text[:end]`` (one or several,
-    whitespace around them) start; ``end`` where none does. Each character is
-    looked at once, however many markers there are."""
-    at = end
-    kept = len(text[:end].rstrip()) if end == len(text) else _space_before(text, end)
-    while True:
-        for stop in STOP:
-            if stop and text.endswith(stop, 0, kept):
-                at = kept - len(stop)
-                kept = _space_before(text, at)
-                break
-        else:
-            return at
+def _stop_from(text, end):
+    """Where an end-of-turn marker that ends ``text[:end]`` (whitespace after it
+    aside) starts, as ``_strip_stop`` finds it; ``end`` where none does."""
+    kept = _space_before(text, end)
+    for stop in STOP:
+        if stop and text.endswith(stop, 0, kept):
+            return kept - len(stop)
+    return end
 
 
 def _space_before(text, at):
@@ -440,11 +428,11 @@ def _settled(text, markers):
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     cut = found.start() if found else len(text)
-    keep = _space_before(text, _stops_from(text, cut))
+    keep = _space_before(text, _stop_from(text, cut))
     if cut < len(text):
-        # The tail held may also be the end of a marker that ends the text (one
-        # that starts as it ends, as MiniMax's '[e~[' does).
-        keep = min(keep, _space_before(text, _stops_from(text, len(text))))
+        # The tail held may also end a marker that ends the text (one that starts
+        # as it ends: MiniMax's '[e~[', written twice).
+        keep = min(keep, _space_before(text, _stop_from(text, len(text))))
     return keep
 
 
@@ -484,22 +472,19 @@ def _decided(text, literal):
 
 
 def _maybe_stop(text):
-    """Whether ``text`` may still turn out to be just end-of-turn markers, with
-    whitespace around them (whitespace after a part of one ends that hope)."""
-    start = _skip_space(text, 0)
-    return any(end <= start for end in _before_stops(text))
+    """Whether ``text`` may still turn out to be just an end-of-turn marker, with
+    whitespace around it (whitespace after a part of one ends that hope)."""
+    head = text.lstrip()
+    return any(stop.startswith(head) or head.rstrip() == stop for stop in STOP if stop)
 
 
-def _before_stops(text):
-    """Where ``text`` may end once the end-of-turn markers that end the output
-    are dropped (``_strip_stop``), more text or not: before the whole markers that
-    end it, and before those and a marker begun at its end (whitespace around
-    them aside)."""
-    ends = {_stops_from(text, len(text))}
+def _before_stop(text):
+    """Where ``text`` may end once the output's final end-of-turn marker is
+    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
+    before one begun at its end."""
+    ends = {_stop_from(text, len(text))}
     for stop in STOP:
-        at = _partial_at(text, stop)
-        if at < len(text):
-            ends.add(_stops_from(text, at))
+        ends.add(_partial_at(text, stop))
     return ends
 
 
