@@ -1892,7 +1892,8 @@ def _kinds_of(schema, root, depth, path, steps):
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             found = [
-                _kinds_of(option, root, depth + 1, path, steps) for option in schema[key]
+                _kinds_of(option, root, depth + 1, path, steps)
+                for option in schema[key]
             ]
             if None in found:
                 return None
@@ -2051,10 +2052,9 @@ _SUBSCHEMA_MAPS = frozenset(
 _SUBSCHEMA_LISTS = frozenset(("anyOf", "oneOf", "allOf", "prefixItems", "items"))
 _SUBSCHEMA_ONE = frozenset(
     (
-        "additionalProperties", "additionalItems", "items", "not", "if", "then",
-        "else", "contains", "propertyNames", "unevaluatedProperties",
-        "unevaluatedItems", "contentSchema",
-    )
+        "additionalProperties additionalItems items not if then else contains"
+        " propertyNames unevaluatedProperties unevaluatedItems contentSchema"
+    ).split()
 )
 # What names a schema for a $ref: copies in _self_contained are reached by pointer.
 _NAMING = frozenset(("$anchor", "$dynamicAnchor", "$id"))
