@@ -728,6 +728,22 @@ def _strip_stop(text, once=False):
     return text[: _stop_at(text, once)]
 
 
+def _stop_from(text, end):
+    """Where the end-of-turn markers that end ``text[:end]`` (whitespace after them
+    aside) begin, as ``_strip_stop`` finds them (``_stop_run``); ``end`` where none
+    does."""
+    kept = _space_before(text, end)
+    at = _stop_run(text, kept)
+    return at if at < kept else end
+
+
+def _space_before(text, at):
+    """Where the whitespace that ends ``text[:at]`` starts."""
+    while at and text[at - 1].isspace():
+        at -= 1
+    return at
+
+
 def _before_break(text):
     """``text`` less the turn break it ends with (TURN_BREAK: the template ended the
     turn after the content and opened a new one for the calls that follow)."""
@@ -801,9 +817,13 @@ def _settled(text, markers):
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
-    kept = text[: found.start() if found else len(text)].rstrip()
-    at = _stop_run(kept, len(kept))
-    return len(kept[:at].rstrip()) if at < len(kept) else len(kept)
+    cut = found.start() if found else len(text)
+    keep = _space_before(text, _stop_from(text, cut))
+    if cut < len(text):
+        # The tail held may also end a marker that ends the text (one that starts
+        # as it ends: MiniMax's '[e~[', written twice).
+        keep = min(keep, _space_before(text, _stop_from(text, len(text))))
+    return keep
 
 
 def _undecided(head, markers):
@@ -848,6 +868,16 @@ def _maybe_stop(text):
         return False
     head = text.lstrip()
     return _stops_begin(head) == 0
+
+
+def _before_stop(text):
+    """Where ``text`` may end once the output's final end-of-turn marker is
+    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
+    before one begun at its end."""
+    ends = {_stop_from(text, len(text))}
+    for stop in STOP:
+        ends.add(_partial_at(text, stop))
+    return ends
 
 
 def _name_end(text, at, after, options):
@@ -1971,31 +2001,66 @@ def _kind(kinds):
     return "string" if kinds == {"string"} else frozenset(kinds)
 
 
-# How deep ``$ref``s and ``anyOf``s are followed: a deeper schema admits any value.
+# How deep ``$ref``s and ``anyOf``s are followed, and how many schemas are read in
+# all: a deeper or larger schema admits any value.
 _SCHEMA_DEPTH = 20
+_SCHEMA_STEPS = 1000
+# How deeply nested a schema the grammars follow (objects, arrays, choices, $refs):
+# the values below that depth are any value. Deeper than any real tool's schema;
+# llguidance's JSON reader refuses a schema nested some 60 levels deep.
+_DEEPEST_SCHEMA = 32
 
 
 def _schema_kinds(schema, root, depth=0):
     """The JSON types (a set) of the values ``schema`` admits, None where it does not
-    say; ``$ref``s (local JSON pointers) are looked up in ``root``. What a schema
-    says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
+    say; ``$ref``s (local JSON pointers and anchors) are looked up in ``root``. What a
+    schema says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
     ``anyOf`` and ``oneOf`` (the types of each), ``allOf`` of one schema, and
-    ``properties`` or ``items`` without a type."""
-    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH:
+    ``properties`` or ``items`` without a type. A ``$ref`` that comes back round to
+    itself with nothing read between adds no type (``{"anyOf": [{"$ref": "#"},
+    {"type": "string"}]}`` admits strings); one that is nothing else says nothing."""
+    found = _kinds_of(schema, root, depth, set(), [_SCHEMA_STEPS])
+    return None if found is _ROUND else found
+
+
+# The types of a ``$ref`` read again inside itself (compared by identity): none.
+_ROUND: frozenset = frozenset()
+
+
+def _kinds_of(schema, root, depth, path, steps):
+    """``_schema_kinds`` of ``schema``, the ``$ref``s being read in ``path``, at most
+    ``steps[0]`` more schemas read."""
+    steps[0] -= 1
+    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH or steps[0] < 0:
         return set() if schema is False else None
-    if "$ref" in schema:
-        return _schema_kinds(_pointed(root, schema["$ref"]), root, depth + 1)
+    ref = schema.get("$ref")
+    if ref is not None:
+        if not isinstance(ref, str):
+            return None
+        if ref in path:
+            return _ROUND
+        path.add(ref)
+        found = _kinds_of(_pointed(root, ref), root, depth + 1, path, steps)
+        path.discard(ref)
+        return found
     if "const" in schema:
         return {_json_type(schema["const"])}
     if isinstance(schema.get("enum"), list):
         return {_json_type(value) for value in schema["enum"]}
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            found = [_schema_kinds(option, root, depth + 1) for option in schema[key]]
-            return None if None in found else set().union(*found)
+            found = [
+                _kinds_of(option, root, depth + 1, path, steps)
+                for option in schema[key]
+            ]
+            if None in found:
+                return None
+            if found and all(kinds is _ROUND for kinds in found):
+                return _ROUND
+            return set().union(*found)
     every = schema.get("allOf")
     if isinstance(every, list) and len(every) == 1:
-        return _schema_kinds(every[0], root, depth + 1)
+        return _kinds_of(every[0], root, depth + 1, path, steps)
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
@@ -2006,12 +2071,17 @@ def _schema_kinds(schema, root, depth=0):
 
 
 def _pointed(root, ref):
-    """What a local JSON pointer (``#/$defs/name``) points to in ``root``; None for
-    any other reference."""
+    """What a local reference points to in ``root``: a JSON pointer (``#/$defs/name``;
+    ``#``, the root itself) or a plain name, an anchor (``#zip``: the schema whose
+    ``$anchor``, or draft 7's ``$id``, names it), percent-encoded or not. None for
+    any other reference (to another document), or one that points to nothing."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         return None
+    fragment = _unquoted(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        return _anchored(root, fragment)
     node = root
-    for part in ref[1:].split("/")[1:]:
+    for part in fragment.split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -2020,6 +2090,185 @@ def _pointed(root, ref):
         else:
             return None
     return node
+
+
+def _unquoted(text):
+    """A URI fragment with its percent-escapes (UTF-8 bytes) decoded."""
+    if "%" not in text:
+        return text
+    try:
+        return re.sub(
+            rb"%([0-9A-Fa-f]{2})",
+            lambda found: bytes.fromhex(found.group(1).decode("ascii")),
+            text.encode("utf-8"),
+        ).decode("utf-8")
+    except UnicodeError:
+        return text
+
+
+# Keywords whose values are data, not schemas: no anchor is looked for in them.
+_DATA_KEYWORDS = frozenset(("const", "enum", "default", "examples"))
+
+
+def _anchored(root, name):
+    """The first schema in ``root`` (read in document order, each object once) that
+    an anchor names ``name``: ``"$anchor": name`` (or ``$dynamicAnchor``), or draft
+    7's ``"$id": "#" + name``; None where none does."""
+    todo = [root]
+    seen: set = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            if name in (node.get("$anchor"), node.get("$dynamicAnchor")) or (
+                node.get("$id") == "#" + name
+            ):
+                return node
+            items = [v for k, v in node.items() if k not in _DATA_KEYWORDS]
+        elif isinstance(node, list):
+            items = node
+        else:
+            continue
+        todo += [item for item in reversed(items) if isinstance(item, (dict, list))]
+    return None
+
+
+def _schema_choices(schema, root):
+    """[("ref", a ``$ref``) or ("schema", a schema)]: ``schema`` taken apart where
+    it chooses without reading any text, as the grammars read it: its ``$ref`` (one
+    ``root`` resolves; else any value), ``anyOf`` or ``oneOf`` options, ``allOf`` of
+    one schema; ``const`` and ``enum`` come first, ``$ref`` before all."""
+    found: list = []
+    todo = [schema]
+    seen: set = set()  # (a schema that holds itself is read once)
+    while todo:
+        schema = todo.pop()
+        if not isinstance(schema, dict):
+            found.append(("schema", schema))
+            continue
+        if id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            known = isinstance(ref, str) and _pointed(root, ref) is not None
+            found.append(("ref", ref) if known else ("schema", True))
+            continue
+        if "const" in schema or isinstance(schema.get("enum"), list):
+            found.append(("schema", schema))
+            continue
+        options = next(
+            (schema[k] for k in ("anyOf", "oneOf") if isinstance(schema.get(k), list)),
+            None,
+        )
+        every = schema.get("allOf")
+        if options is None and isinstance(every, list) and len(every) == 1:
+            options = every
+        if options is None:
+            found.append(("schema", schema))
+        else:
+            todo += reversed(options)
+    return found
+
+
+def _says_nothing(ref, root):
+    """Whether the ``$ref`` leads, through ``_schema_choices``, to nothing but
+    ``$ref``s (aliases round a loop): the grammars read it as any value."""
+    todo, seen = [ref], {ref}
+    while todo:
+        for kind, part in _schema_choices(_pointed(root, todo.pop()), root):
+            if kind != "ref":
+                return False
+            if part not in seen:
+                seen.add(part)
+                todo.append(part)
+    return True
+
+
+def _resolved(schema, root):
+    """``schema``, or where its ``$ref`` (a chain of them) points to in ``root``: the
+    first schema on the way that is no reference, else ``schema``."""
+    seen: set = set()
+    found = schema
+    while isinstance(found, dict) and isinstance(found.get("$ref"), str):
+        if found["$ref"] in seen:
+            return schema
+        seen.add(found["$ref"])
+        found = _pointed(root, found["$ref"])
+        if found is None:
+            return schema
+    return found
+
+
+# Where a schema holds other schemas: a mapping of them, a list (or, for ``items``,
+# one), one schema.
+_SUBSCHEMA_MAPS = frozenset(
+    ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+)
+_SUBSCHEMA_LISTS = frozenset(("anyOf", "oneOf", "allOf", "prefixItems", "items"))
+_SUBSCHEMA_ONE = frozenset(
+    (
+        "additionalProperties additionalItems items not if then else contains"
+        " propertyNames unevaluatedProperties unevaluatedItems contentSchema"
+    ).split()
+)
+# What names a schema for a $ref: copies in _self_contained are reached by pointer.
+_NAMING = frozenset(("$anchor", "$dynamicAnchor", "$id"))
+
+
+def _self_contained(schema, root):
+    """``schema``, a part of the JSON schema ``root`` (or all of it), as a schema of
+    its own, for a consumer that reads it alone (llguidance's ``%json``, xgrammar):
+    each local ``$ref`` (a pointer or an anchor) points to a copy of its target in
+    ``$defs``; one to another document or to nothing is any value, as the GBNF reads
+    it (``schema_gbnf``); and what is nested deeper than ``_DEEPEST_SCHEMA`` is any
+    value, so that the consumer's JSON reader takes it. A copy: ``schema`` is left
+    as it is."""
+    names: dict = {}  # id(a target) → its name in $defs
+    targets: list = []
+    nothing: dict = {}  # $ref → whether it says nothing (_says_nothing)
+
+    def pointer(ref):
+        target = _pointed(root, ref) if isinstance(ref, str) else None
+        if target is not None and ref not in nothing:
+            nothing[ref] = _says_nothing(ref, root)
+        if target is None or nothing[ref]:
+            return {}
+        if id(target) not in names:
+            names[id(target)] = "ref-%d" % len(names)
+            targets.append(target)
+        return {"$ref": "#/$defs/" + names[id(target)]}
+
+    def copy(node, depth):
+        if not isinstance(node, dict):
+            return node
+        if depth > _DEEPEST_SCHEMA:
+            return {}
+        if "$ref" in node:
+            return pointer(node["$ref"])
+        out = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions") or key in _NAMING:
+                continue  # every $ref now points into the new $defs
+            if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                value = {name: copy(item, depth + 1) for name, item in value.items()}
+            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+                value = [copy(item, depth + 1) for item in value]
+            elif key in _SUBSCHEMA_ONE:
+                value = copy(value, depth + 1)
+            out[key] = value
+        return out
+
+    out = copy(schema, 0)
+    defs: dict = {}
+    while len(defs) < len(targets):
+        target = targets[len(defs)]
+        defs[names[id(target)]] = copy(target, 1)
+    if defs and isinstance(out, dict):
+        out["$defs"] = defs
+    return out
 
 
 def _check_tools(tools):
@@ -3340,19 +3589,64 @@ class _Broken(Exception):
 
 
 def _prefix_tail(*markers):
-    """(pattern, reach): the pattern finds, searched for in a text's last ``reach``
-    characters, where a proper prefix of one of ``markers`` ends the text (the
-    leftmost such place, as ``_partial_at`` finds it for each)."""
-    found = _PREFIX_TAILS.get(markers)
-    if found is None:
-        prefixes = {m[:size] for m in markers for size in range(1, len(m))}
-        alternatives = "|".join(map(re.escape, sorted(prefixes, key=len, reverse=True)))
-        pattern = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)")
-        found = _PREFIX_TAILS[markers] = (pattern, max(map(len, markers)))
-    return found
+    """A function giving where, in a text, a proper prefix of one of ``markers``
+    ends it: the leftmost such place, as ``_partial_at`` finds it for each, or the
+    text's length. A marker may name a key the model wrote (MiniMax M3's value
+    closer repeats it), so nothing is kept per marker, and nothing made costs more
+    than time in proportion to the marker's length: each place that may start it
+    (of the text's last ``len(marker) - 1`` characters) is tried as it is, a few of
+    them, and past those the rest is read once against the marker's border table."""
+    written = [marker for marker in markers if marker]
+    tables: dict = {}  # marker -> its border table, made when first needed
+
+    def tail(text):
+        start = len(text)
+        for marker in written:
+            at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
+            for _ in range(4):
+                if not 0 <= at < start or marker.startswith(text[at:]):
+                    break
+                at = text.find(marker[0], at + 1)
+            else:
+                if 0 <= at < start:
+                    borders = tables.get(marker) or tables.setdefault(
+                        marker, _borders(marker)
+                    )
+                    at = _border_start(text, at, marker, borders)
+            if 0 <= at < start:
+                start = at
+        return start
+
+    return tail
 
 
-_PREFIX_TAILS: dict = {}
+def _borders(marker):
+    """Knuth-Morris-Pratt's table of ``marker``: for each of its prefixes, the
+    length of the longest proper prefix that also ends it."""
+    borders = [0] * len(marker)
+    size = 0
+    for at in range(1, len(marker)):
+        while size and marker[at] != marker[size]:
+            size = borders[size - 1]
+        if marker[at] == marker[size]:
+            size += 1
+        borders[at] = size
+    return borders
+
+
+def _border_start(text, at, marker, borders):
+    """Where the longest proper prefix of ``marker`` that ends ``text`` starts (one
+    that starts at ``at`` or later), or len(text): the text from ``at`` read once
+    against ``marker``."""
+    size = 0
+    for char in text[at:]:
+        while size and (size == len(marker) or marker[size] != char):
+            size = borders[size - 1]
+        if marker[size] == char:
+            size += 1
+    if size == len(marker):
+        size = borders[size - 1]  # the whole marker: only a proper prefix counts
+    return len(text) - size
 
 
 def _final_stop_apart(text):
@@ -3840,8 +4134,7 @@ class StreamParser:
                 self._maybe_reasoning.append(self._pending[:cut])
                 self._pending = self._pending[cut:]
                 yield
-            self._pending = "".join(self._maybe_reasoning) + self._pending
-            self._maybe_reasoning = []
+            self._pending = self._rejoined(self._maybe_reasoning)
             if REASONING_END not in self._pending:
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
@@ -3903,8 +4196,7 @@ class StreamParser:
             held.append(self._pending[:cut])
             self._pending = self._pending[cut:]
             yield
-        self._pending = "".join(held) + self._pending
-        held.clear()
+        self._pending = self._rejoined(held)
         found = REASONING_END in self._pending
         if self._eof and not found:
             self._no_closer = True
@@ -4083,7 +4375,9 @@ class StreamParser:
         if self._after:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
-            return len(_trim_end(pending[:keep], markers))
+            # (the tail held may also end a marker that ends the text: _settled)
+            kept = _trim_end(pending[:keep], markers)
+            return min(len(kept), len(_trim_end(pending, markers)))
         keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
@@ -4266,18 +4560,32 @@ class StreamParser:
         """Text read for calls that were not calls is pending again. At the end of
         the output it loses the end-of-turn marker that finish() could not see
         because the reader had taken it (parse strips it from the whole text)."""
+        self._pending = self._unstopped(text)
+
+    def _unstopped(self, text):
+        """``text``, the rest of the output once the reader has read all it
+        holds, less the final end-of-turn marker where finish() could not see it
+        (the reader had taken it) and the output has ended."""
         if self._eof and not self._stop_cut:
-            text = _strip_stop(text)
             self._stop_cut = True
-        self._pending = text
+            return _strip_stop(text)
+        return text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
         self._pending = self._pending[size:]
 
+    def _rejoined(self, held):
+        """The pending text with the pieces of it ``held`` aside (emptied) put back
+        in front (``_unstopped``)."""
+        text = "".join(held) + self._pending
+        held.clear()
+        return self._unstopped(text)
+
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text."""
-        self._pending = "".join(self._raw[mark:]) + self._pending
+        """Put what was read since ``mark`` back in front of the pending text
+        (``_unstopped``)."""
+        self._pending = self._unstopped("".join(self._raw[mark:]) + self._pending)
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -4290,7 +4598,11 @@ class StreamParser:
                 self._pending = "".join(space) + self._pending
                 space = []
             if not space and _decided(self._pending, literal):
-                return
+                end = _match(self._pending, 0, literal)
+                if end < 0 or min(_before_stop(self._pending)) >= end:
+                    return
+                # The literal is written, but its end may still turn out to begin
+                # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between
@@ -4940,7 +5252,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail, reach = _prefix_tail(*(m for m in (lead + core, core, mark) if m))
+        tail = _prefix_tail(lead + core, core, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole
@@ -4958,8 +5270,7 @@ class StreamParser:
             if first in text or other in text or cue in text:
                 if core in text or (mark and mark in text):
                     return None
-                found = tail.search(text, max(0, len(text) - reach))
-                keep = found.start() if found else len(text)
+                keep = tail(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:
@@ -5399,7 +5710,9 @@ class _Arguments:
         if split:
             rules[_BREAK] = f'( "\\x00" {_BREAK} )?'
         self.made = {}  # body → name: a body written twice is one rule
-        self.refs = {}
+        self.refs = {}  # $ref → the name of its rule
+        self.loops: dict = {}  # $ref → the $refs it leads round to (``_loop``)
+        self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
         for name, body in JSON_RULES.items():
@@ -5638,21 +5951,37 @@ class _Arguments:
     # values
 
     def _value(self, schema):
-        """GBNF for the values ``schema`` admits (None: no value does)."""
+        """GBNF for the values ``schema`` admits (None: no value does): one of the
+        schemas it chooses among before any text is read (``_choices``)."""
+        if self.depth >= _DEEPEST_SCHEMA:
+            return self._any()  # deeper than any real schema: a clear, bounded answer
+        self.depth += 1
+        try:
+            return _either(
+                [
+                    self._ref(part) if kind == "ref" else self._leaf(part)
+                    for kind, part in self._choices(schema)
+                ]
+            )
+        finally:
+            self.depth -= 1
+
+    def _choices(self, schema):
+        """``schema`` taken apart where it chooses without reading any text
+        (``_schema_choices``). (A rule made of one of these and not the rest would
+        refer back to itself before any text: a left recursion, which llama.cpp
+        refuses.)"""
+        return _schema_choices(schema, self.root)
+
+    def _leaf(self, schema):
+        """GBNF for the values of a schema that is none of ``_choices``' choices."""
         if not isinstance(schema, dict):
             return None if schema is False else self._any()
-        if "$ref" in schema:
-            return self._ref(schema["$ref"])
         if "const" in schema:
             return self._literals([schema["const"]])
         if isinstance(schema.get("enum"), list):
             return self._literals(schema["enum"])
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                return _either([self._value(option) for option in schema[key]])
         every = schema.get("allOf")
-        if isinstance(every, list) and len(every) == 1:
-            return self._value(every[0])
         if every is not None or "not" in schema or "if" in schema:
             return self._any()
         kinds = schema.get("type")
@@ -5744,16 +6073,83 @@ class _Arguments:
         return _schema_kinds(schema, self.root, depth)
 
     def _ref(self, ref):
-        """The rule of a schema ``$ref`` points to (one per target, so recursion
-        is a rule that refers to itself)."""
-        if ref not in self.refs:
-            target = self._pointed(ref)
-            if target is None:
-                return self._any()
-            name = self._name()
-            self.refs[ref] = name
-            self.rules[name] = self._value(target) or self._any()
-        return self.refs[ref]
+        """The rule of the schema ``ref`` points to: one per target, so recursion
+        through an object or an array is a rule that refers to itself. ``$ref``s
+        that lead round to one another through ``_choices`` alone (aliases,
+        ``anyOf``s that hold themselves) admit the same values: one rule for them
+        all, of the choices each makes besides them (none: any value)."""
+        if ref in self.refs:
+            return self.refs[ref]
+        loop = self._loop(ref) or [ref]
+        name = self._name()
+        for each in loop:
+            self.refs[each] = name
+        options = []
+        self.depth += 1  # (a chain of aliases is as deep as its length)
+        try:
+            for each in loop:
+                for kind, part in self._choices(self._pointed(each)):
+                    if self.depth >= _DEEPEST_SCHEMA:
+                        options.append(self._any())
+                    elif kind != "ref":
+                        options.append(self._leaf(part))
+                    elif part not in loop:
+                        options.append(self._ref(part))
+        finally:
+            self.depth -= 1
+        self.rules[name] = _either(options) or self._any()
+        return name
+
+    def _loop(self, ref):
+        """The ``$ref``s that ``ref`` leads to through ``_choices`` and that lead
+        back to it (itself among them), in the order they are found; [] where none
+        leads back. The graph is read once from each ``$ref`` first asked about,
+        all its loops found then (Tarjan's algorithm, without recursion)."""
+        if ref not in self.loops:
+            self._find_loops(ref)
+        return self.loops[ref]
+
+    def _find_loops(self, start):
+        edges: dict = {}  # ref → the refs its choices are
+
+        def nexts(ref):
+            if ref not in edges:
+                edges[ref] = [
+                    part
+                    for kind, part in self._choices(self._pointed(ref))
+                    if kind == "ref"
+                ]
+            return [part for part in edges[ref] if part not in self.loops]
+
+        index = {start: 0}  # ref → the order it was found in
+        low = {start: 0}
+        stack, on_stack = [start], {start}
+        walk = [(start, iter(nexts(start)))]
+        while walk:
+            ref, todo = walk[-1]
+            step = next(todo, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    walk.append((step, iter(nexts(step))))
+                elif step in on_stack:
+                    low[ref] = min(low[ref], index[step])
+                continue
+            walk.pop()
+            if walk:
+                low[walk[-1][0]] = min(low[walk[-1][0]], low[ref])
+            if low[ref] != index[ref]:
+                continue
+            members: list = []
+            while not members or members[-1] != ref:
+                members.append(stack.pop())
+                on_stack.discard(members[-1])
+            members.reverse()
+            looped = len(members) > 1 or ref in edges[ref]
+            for member in members:
+                self.loops[member] = members if looped else []
 
     def _resolved(self, schema):
         """``schema``, or what its ``$ref`` points to."""
@@ -6204,18 +6600,21 @@ def _arguments(calls, name, parameters):
     """A call's arguments: a JSON object (or the whole call object), or key/value units."""
     shape = calls["json"]
     if shape is not None:
-        objects = [
-            {
-                "type": "json_schema",
-                "json_schema": _call_object(shape, name, parameters, order),
-            }
-            for order in shape["orders"]
-        ]
+        # The parameters inside the call object: their $refs point to its $defs.
+        inner = _self_contained(parameters, parameters)
+        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        objects = []
+        for order in shape["orders"]:
+            whole = _call_object(shape, name, inner, order)
+            if defs:
+                whole["$defs"] = defs
+            objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
+        schema = _self_contained(parameters, parameters)
         return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": parameters}, _SPACE]
+            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
         )
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
@@ -6226,7 +6625,7 @@ def _arguments(calls, name, parameters):
         written = _escaped(key, units["key_escapes"])
         if units["key_slot"]:
             suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {})
+        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
         if units["value_start"]:
             # What stands between the key and the value (an attribute naming its type).
             value = _sequence([_tag("", _any(), units["value_start"]), value])
@@ -6288,8 +6687,12 @@ def _call_object(shape, name, parameters, order):
     return root
 
 
-def _value(units, schema):
-    """One argument's value as the format writes it, typed by its JSON schema."""
+def _value(units, schema, root):
+    """One argument's value as the format writes it, typed by its JSON schema (its
+    ``$ref``s looked up in ``root``, the function's parameters)."""
+    schema = _resolved(schema, root)
+    if not isinstance(schema, dict):
+        schema = {}
     types = schema.get("type")
     choices = schema["enum"] if isinstance(schema.get("enum"), list) else None
     if "const" in schema:
@@ -6313,7 +6716,7 @@ def _value(units, schema):
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": schema}
+            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
         if types == "boolean":
             return _one_of([_const(own["true"]), _const(own["false"])])
         if types == "null":
@@ -6326,7 +6729,7 @@ def _value(units, schema):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": schema}
+    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}
@@ -6480,6 +6883,7 @@ def _lark_arguments(rule, parameters, strict):
     how = _LARK["arguments"]
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
+        schema = _self_contained(schema, schema)
         return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
@@ -6488,7 +6892,7 @@ def _lark_arguments(rule, parameters, strict):
     separator = _LARK["separator"]
     if not isinstance(properties, dict) or len(properties) > _LARK_MAX_KEYS:
         # Any key, any value, in any number.
-        unit, text = _lark_unit(rule + "_any", None, None, strict)
+        unit, text = _lark_unit(rule + "_any", None, None, strict, parameters)
         more = "(%s %s)*" % (separator, unit) if separator else unit + "*"
         return rule, "%s: (%s %s)?\n%s" % (rule, unit, more, text)
     wanted = parameters.get("required")
@@ -6501,7 +6905,9 @@ def _lark_arguments(rule, parameters, strict):
     rest = ['"" %%if is_ones([0:%d])' % len(required)] if required else ['""']
     texts = []
     for bit, key in enumerate(keys):
-        unit, text = _lark_unit("%s_%d" % (rule, bit), key, properties[key], strict)
+        unit, text = _lark_unit(
+            "%s_%d" % (rule, bit), key, properties[key], strict, parameters
+        )
         texts.append(text)
         first.append("%s %s::%#x" % (unit, more, 1 << bit))
         head = separator + " " + unit if separator else unit
@@ -6510,10 +6916,11 @@ def _lark_arguments(rule, parameters, strict):
     return rule, lines + "".join(texts)
 
 
-def _lark_unit(rule, key, schema, strict):
+def _lark_unit(rule, key, schema, strict, root):
     """(a rule for one key/value argument, its rules): ``key`` as the format writes
-    it (None: any key), its value as the property's JSON ``schema`` types it."""
-    kind, value = _lark_value(schema)
+    it (None: any key), its value as the property's JSON ``schema`` types it (its
+    ``$ref``s looked up in ``root``, the function's parameters)."""
+    kind, value = _lark_value(_resolved(schema, root))
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -6527,6 +6934,7 @@ def _lark_unit(rule, key, schema, strict):
     text = text.replace("%%VALUE%%", value)
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
+        schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
     return rule, text
 

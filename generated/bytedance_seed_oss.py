@@ -23,8 +23,18 @@ from __future__ import annotations
 
 if __package__:
     from . import _runtime
-else:  # a folder on sys.path, not imported as a package
-    import _runtime  # type: ignore[import-not-found, no-redef]
+else:  # a plain folder: the runtime beside this file, not the first one on sys.path
+    import sys
+    from importlib.util import module_from_spec, spec_from_file_location
+    from os import path
+
+    _RUNTIME_FILE = path.join(path.dirname(path.abspath(__file__)), "_runtime.py")
+    _runtime = sys.modules.get(_RUNTIME_FILE)  # type: ignore[assignment]
+    if _runtime is None:
+        _found = spec_from_file_location(_RUNTIME_FILE, _RUNTIME_FILE)
+        _runtime = module_from_spec(_found)  # type: ignore[arg-type]
+        _found.loader.exec_module(_runtime)  # type: ignore[union-attr]
+        sys.modules[_RUNTIME_FILE] = _runtime
 
 __all__ = [
     "parse",

@@ -27,7 +27,14 @@ import pytest
 llguidance = pytest.importorskip("llguidance")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from llguidance.gbnf_to_lark import GrammarParser, LiteralNode  # noqa: E402
+from llguidance.gbnf_to_lark import (  # noqa: E402
+    AlternativeNode,
+    GrammarParser,
+    LiteralNode,
+    RepetitionNode,
+    RuleRefNode,
+    SequenceNode,
+)
 
 from compiler import model  # noqa: E402
 from compiler.codegen import gbnf  # noqa: E402
@@ -108,7 +115,68 @@ def why_rejected(grammar_text: str, text: str) -> str:
     return "all bytes consumed, but the grammar cannot end there"
 
 
+def left_recursive(grammar_text: str) -> set[str]:
+    """The rules of a GBNF grammar that can reach themselves before reading any text
+    (llama.cpp refuses such a grammar: "left recursion detected"), the grammar read
+    by llguidance's own GBNF parser. llguidance itself takes them (Earley)."""
+    rules = GrammarParser().parse(grammar_text)
+    nullable: dict[str, bool] = {name: False for name in rules}
+
+    def empty(node) -> bool:
+        if isinstance(node, LiteralNode):
+            return node.value == ""
+        if isinstance(node, RuleRefNode):
+            return nullable.get(node.name, False)
+        if isinstance(node, RepetitionNode):
+            return node.min_times == 0 or empty(node.node)
+        if isinstance(node, SequenceNode):
+            return all(empty(item) for item in node.nodes)
+        if isinstance(node, AlternativeNode):
+            return any(empty(item) for item in node.alternatives)
+        return False  # a character class
+
+    changed = True
+    while changed:
+        changed = False
+        for name, rule in rules.items():
+            if not nullable[name] and empty(rule.alternatives):
+                nullable[name] = changed = True
+
+    def first(node) -> set[str]:
+        """The rules ``node`` may begin with."""
+        if isinstance(node, RuleRefNode):
+            return {node.name}
+        if isinstance(node, RepetitionNode):
+            return first(node.node)
+        if isinstance(node, AlternativeNode):
+            return set().union(*(first(item) for item in node.alternatives))
+        if isinstance(node, SequenceNode):
+            found: set[str] = set()
+            for item in node.nodes:
+                found |= first(item)
+                if not empty(item):
+                    break
+            return found
+        return set()
+
+    edges = {name: first(rule.alternatives) for name, rule in rules.items()}
+    looped = set()
+    for name in rules:
+        todo, seen = list(edges[name]), set()
+        while todo:
+            other = todo.pop()
+            if other == name:
+                looped.add(name)
+                break
+            if other not in seen and other in edges:
+                seen.add(other)
+                todo += edges[other]
+    return looped
+
+
 def test_helper_sanity():
+    assert left_recursive('root ::= a\na ::= b "x"\nb ::= "y"? a | "z"\n') == {"a", "b"}
+    assert left_recursive('root ::= "(" root ")" | "x"\n') == set()
     grammar = 'root ::= "ab" [c-e]* | "x"\n'
     assert accepts(grammar, "ab") and accepts(grammar, "abcde") and accepts(grammar, "x")
     assert not accepts(grammar, "a") and not accepts(grammar, "abf") and not accepts(grammar, "")
@@ -128,6 +196,7 @@ def test_committed_grammar_compiles_and_matches_module(path):
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     compile_grammar(text, name)
+    assert left_recursive(text) == set(), name  # llama.cpp refuses it
     if name.endswith(".tools.gbnf"):
         slug = name[: -len(".tools.gbnf")]
         assert rt.module(slug).GBNF_TOOLS == text, f"{name} differs from GBNF_TOOLS"

@@ -145,6 +145,43 @@ def test_a_module_imports_as_part_of_a_package(tmp_path):
     assert done.stdout.strip() == "get_weather"
 
 
+def test_two_folders_on_sys_path_each_run_their_own_runtime(tmp_path):
+    """Issue 32, item 5: a module imported from a plain folder ran ``import
+    _runtime`` and got the first _runtime on sys.path: folder b's modules ran
+    folder a's runtime, silently, both being of one interface. Each runtime here
+    says which folder it is from; each module runs the one beside it, and the
+    modules of one folder share theirs."""
+    first, second = _folder(tmp_path, "a"), _folder(tmp_path, "b")
+    (first / "nousresearch_hermes_2_pro_llama_3_8b_tool_use.py").unlink()
+    (first / "openai_gpt_oss_120b.py").unlink()
+    (second / "qwen3_coder.py").unlink()
+    for folder in (first, second):
+        runtime = folder / "_runtime.py"
+        runtime.write_text(
+            runtime.read_text(encoding="utf-8") + f"\nFOLDER = {folder.name!r}\n",
+            encoding="utf-8",
+        )
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>'
+    done = _python(
+        f"""
+        import json, sys
+        sys.path[:0] = [{str(first)!r}, {str(second)!r}]
+        import qwen3_coder
+        import nousresearch_hermes_2_pro_llama_3_8b_tool_use as hermes
+        import openai_gpt_oss_120b as gpt_oss
+        print(json.dumps([
+            qwen3_coder._runtime.FOLDER, hermes._runtime.FOLDER, gpt_oss._runtime.FOLDER,
+            hermes._runtime is gpt_oss._runtime,
+            hermes.parse({call!r})["tool_calls"][0]["function"]["arguments"],
+        ]))
+        """,
+        tmp_path,
+        "-S",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["a", "b", "b", True, '{"city": "Berlin"}']
+
+
 def test_a_module_refuses_a_runtime_of_another_interface(tmp_path):
     folder = _folder(tmp_path, "parsers")
     runtime = folder / "_runtime.py"

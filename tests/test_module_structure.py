@@ -1,9 +1,10 @@
 """The structure of generated/: format modules that are their format, one runtime.
 
 - A format module is data plus bindings: its docstring states the format; then the
-  import of the runtime, ``__all__``, constants written as literals, and one statement
-  that binds its public names from the runtime. It defines no function or class, and
-  imports nothing but the runtime.
+  import of the runtime (the package's, or the file beside it: the one block codegen
+  writes, the same everywhere), ``__all__``, constants written as literals, and one
+  statement that binds its public names from the runtime. It defines no function or
+  class, and imports nothing but the runtime and what finds it.
 - The runtime (generated/_runtime.py) imports only the standard library; every one of
   its definitions is used, by the public names or by another definition that is; every
   format constant it declares is read by its code or is public data; its StreamParser
@@ -132,9 +133,15 @@ def test_a_format_module_is_data_and_bindings(path):
     (target,) = binds[0].targets
     assert isinstance(target, ast.Tuple)
     assert [ast.unparse(name) for name in target.elts] == list(binding.PUBLIC)
+    # The runtime's import: the one block that codegen writes, the same in every
+    # module (a package's runtime, else the file beside the module: issue 32).
+    imports = [node for node in body if isinstance(node, ast.If)]
+    assert [ast.dump(node) for node in imports] == [
+        ast.dump(node) for node in ast.parse(module_codegen.RUNTIME_IMPORT).body
+    ]
     problems = []
     for node in body[1:]:
-        if node is binds[0] or isinstance(node, ast.If):  # the runtime's import
+        if node is binds[0] or node in imports:
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
@@ -148,8 +155,11 @@ def test_a_format_module_is_data_and_bindings(path):
             continue
         problems.append(f"line {node.lineno}: {type(node).__name__}")
     assert not problems, problems
-    assert _imports(tree) == {"__future__:annotations", ".:_runtime", "_runtime"}
-    assert not _read(tree) & {"__import__", "importlib", "exec", "eval"}
+    assert _imports(ast.Module(body=body[1:], type_ignores=[])) - _imports(
+        ast.Module(body=imports, type_ignores=[])
+    ) == {"__future__:annotations"}
+    rest = ast.Module(body=[node for node in body if node not in imports], type_ignores=[])
+    assert not _read(rest) & {"__import__", "importlib", "exec", "eval"}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_ids(MODULES))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import json
 import os
 import random
 import re
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -466,3 +468,169 @@ def test_a_broken_call_never_streams_as_a_valid_one(slug, text):
         fed, finished, abandoned = streamed(module, text, cuts)
         assert merge(fed + finished, abandoned) == module.parse(text)
         assert abandoned == [0]
+
+
+def _keyed_closer_output(module, keys: list[str]) -> str:
+    """One call whose arguments are ``keys``, written with ``module``'s markers in a
+    format whose value closer repeats the key (MiniMax M3's ``</city>``)."""
+    assert module.VALUE_SUFFIX_NAMES_KEY
+    name_end = module.CALL_PARTS[0][1]
+    units = "".join(
+        f"{module.ARG_KEY_PREFIX}{key}{module.ARG_KEY_END}value {at}"
+        + module.ARG_VALUE_SUFFIX.replace("{key}", key)
+        for at, key in enumerate(keys)
+    )
+    return (
+        module.SECTION_START + module.CALL_START + "f" + name_end + units
+        + module.CALL_PARTS[1][1] + module.END_AFTER_CALLS[0]
+    )
+
+
+def test_a_value_closer_that_names_its_key_costs_no_cache(monkeypatch):
+    """Issue 32, item 1: MiniMax M3's value closer repeats the key, and the stream
+    compiled a regex of all the closer's prefixes for each key it had not seen (a
+    pattern quadratic in the key's length) and kept it in a dict with no bound. The
+    issue's output, 300 distinct keys of 256 characters (163 KB): the stream took
+    80 s and kept 100 MB after the parser was gone. Bounded here by steps, not time:
+    the characters of every pattern compiled while streaming (some 12 million on main;
+    the count stops the run as soon as it passes its bound), and the memory still
+    held once the parser is gone."""
+    module = rt.module("minimax_m3")
+    keys = [(f"k{at:03d}" * 64)[:256] for at in range(300)]
+    text = _keyed_closer_output(module, keys)
+    assert len(text) > 160_000
+    whole = module.parse(text)
+    assert len(json.loads(whole["tool_calls"][0]["function"]["arguments"])) == 300
+
+    compiled = 0
+    compile_pattern = re.compile
+
+    def counted(pattern, flags=0):
+        nonlocal compiled
+        compiled += len(pattern) if isinstance(pattern, str) else 0
+        assert compiled <= len(text), f"{compiled} pattern characters compiled"
+        return compile_pattern(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", counted)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fed, finished, abandoned = streamed(module, text, range(7, len(text), 7))
+        assert merge(fed + finished, abandoned) == whole
+        del fed, finished
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # What stays is the runtime's size-bounded caches (a few hundred entries).
+    assert held < 4_000_000, f"{held} bytes held after the stream"
+
+
+STOP_SLUGS = [slug for slug in rt.slugs() if rt.module(slug).STOP]
+_CHUNK_SIZES = (1, 2, 3, 7)
+
+
+def _agrees_at_every_chunking(module, text: str, **options) -> dict:
+    """parse's message for ``text``, after checking the stream gives it at chunk
+    sizes 1, 2, 3, 7, random cuts and whole."""
+    whole = module.parse(text, **options)
+    cuttings = [(f"{size}-char", range(size, len(text), size)) for size in _CHUNK_SIZES]
+    rng = random.Random(text)
+    cuttings += [
+        ("random", sorted(rng.sample(range(1, len(text)), min(len(text) - 1, 12)))),
+        ("whole", []),
+    ]
+    for name, cuts in cuttings:
+        fed, finished, abandoned = streamed(module, text, cuts, **options)
+        assert merge(fed + finished, abandoned) == whole, (name, text[-60:])
+    return whole
+
+
+def _first_call_case(slug: str):
+    for kind in rt.TOOL_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is not None and (slug, kind.name) not in KNOWN_FAILURES:
+            return case
+    return None
+
+
+@pytest.mark.parametrize("slug", [slug for slug in TOOL_SLUGS if slug in STOP_SLUGS])
+def test_a_closer_cut_short_before_the_end_of_turn_marker(slug):
+    """Issue 32, item 8: the calls' closer cut short (the model or the server
+    stopped inside it) and then the end-of-turn marker. parse reads the closer as
+    closing; LFM2.5's stream, cut into pieces of 1, 2, 3 or 7 characters, read a
+    quote in the arguments as the string's own (what followed it, ']<' and the
+    marker, was no value's end yet), took the marker into the string before it
+    was whole, and sent ']<' as content. Every closer of every format, cut after
+    each of its characters, once with the marker and once with it written twice."""
+    module = rt.module(slug)
+    case = _first_call_case(slug)
+    parts = getattr(module, "CALL_PARTS", ())
+    closers = [
+        closer
+        for closer in (
+            getattr(module, "SECTION_END", ""),
+            getattr(module, "CALL_END", ""),
+            parts[-1][1] if parts else "",
+            *getattr(module, "END_AFTER_CALLS", ()),
+        )
+        if closer.strip()
+    ]
+    if case is None or not any(closer in case.text for closer in closers):
+        pytest.skip("no call with a closer the template writes")
+    stop = module.STOP[0]
+    for closer in closers:
+        if closer not in case.text:
+            continue
+        at = case.text.rindex(closer)
+        for size in range(1, len(closer.rstrip())):
+            for end in (stop, f"{stop}\n{stop}"):
+                text = case.text[:at] + closer[:size] + end
+                _agrees_at_every_chunking(module, text, tools=case.tools)
+
+
+def test_lfm2_5_reads_a_section_closer_cut_short_before_the_marker():
+    """The issue's text: LFM2.5's section closer cut to ']<' before '<|im_end|>'."""
+    module = rt.module("lfm2_5_8b_a1b")
+    text = "<|tool_call_start|>[get_weather(city='Tokyo', unit='celsius')]<<|im_end|>"
+    whole = _agrees_at_every_chunking(module, text)
+    assert not whole["content"]
+    assert [json.loads(call["function"]["arguments"]) for call in whole["tool_calls"]] == [
+        {"city": "Tokyo", "unit": "celsius"}
+    ]
+
+
+@pytest.mark.parametrize("slug", STOP_SLUGS)
+def test_the_end_of_turn_marker_written_twice(slug):
+    """Issue 32, item 9: MiniMax M2/M3 text after the calls that ends with the
+    end-of-turn marker twice: parse dropped both and the stream kept one, even fed
+    whole (the marker '[e~[' starts as it ends: the stream held back its last
+    character as a marker begun, and sent the rest). Written twice, with and
+    without whitespace between, after content, after calls, and after calls and
+    more text: the stream reads each as parse does."""
+    module = rt.module(slug)
+    stop = module.STOP[0]
+    texts = []
+    content = rt.make_case(slug, rt.CONTENT_KINDS[0])
+    if content is not None:
+        texts.append((content, content.text))
+    call = _first_call_case(slug) if slug in TOOL_SLUGS else None
+    if call is not None:
+        texts += [(call, call.text), (call, call.text + "Done.")]
+    if not texts:
+        pytest.skip("the template cannot express these cases")
+    for case, text in texts:
+        for ending in (stop + stop, f"{stop}\n{stop} ", f"{stop} {stop}{stop}"):
+            _agrees_at_every_chunking(module, text + ending, tools=case.tools)
+
+
+def test_minimax_reads_the_marker_written_twice_as_parse_does():
+    """The issue's texts, MiniMax M3, and the decision (DESIGN: parse strips the one
+    end-of-turn marker found at the end): without calls, the marker written before
+    the final one is the model's text; after calls, the markers that end the text
+    are the end of a turn with calls, all dropped, as before."""
+    module = rt.module("minimax_m3")
+    stop = module.STOP[0]
+    call = _keyed_closer_output(module, ["city"])
+    assert _agrees_at_every_chunking(module, call + "done" + stop + stop)["content"] == "done"
+    assert _agrees_at_every_chunking(module, "Hello" + stop + stop)["content"] == "Hello" + stop

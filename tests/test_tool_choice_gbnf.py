@@ -26,7 +26,9 @@ import pytest
 from compiler.codegen import gbnf
 from tests import roundtrip as rt
 from tests.fallback_outputs import fallback_slugs, without_fallback
-from tests.test_grammar import accepts, compile_grammar, format_of, why_rejected
+from tests.test_grammar import accepts, compile_grammar, format_of, left_recursive, why_rejected
+from tests.test_lark import accepts as lark_accepts
+from tests.test_lark import _matcher as lark_compile
 from tests.test_roundtrip import KNOWN_FAILURES
 from tests.test_tool_grammar import KNOWN_REJECTIONS
 from tests.test_tool_grammar import tool_slugs, trigger_start
@@ -580,3 +582,134 @@ def test_tools_without_a_schema_limit_names_only():
     assert not accepts(mixed, _json_call({"city": "Oslo"}, name="get_time"))
     assert not accepts(mixed, _json_call({"timezone": "UTC"}, name="other"))
     assert rt.TOOLS == before  # the definitions are left as they were
+
+
+# ---------------------------------------------------------------------------
+# $refs: anchors and pointers, loops, depth (issue 32, items 6 and 11), in the GBNF and
+# in llguidance's Lark alike
+
+
+def _lark_json_accepts(parameters, arguments) -> bool:
+    grammar = rt.module(JSON_SLUG).lark_grammar(tools=[_tool(parameters)])
+    return lark_accepts(grammar, _json_call(arguments), JSON_SLUG)
+
+
+REF_FORMS = {
+    "$anchor": ("#zip", {"zip": {"$anchor": "zip", "type": "string"}}),
+    "draft 7 $id": ("#zip", {"code": {"$id": "#zip", "type": "string"}}),
+    "percent-encoded pointer": ("#/$defs/zip%20code~1us", {"zip code/us": {"type": "string"}}),
+}
+
+
+@pytest.mark.parametrize("form", list(REF_FORMS))
+def test_a_ref_to_an_anchor_or_an_encoded_pointer(form):
+    """Issue 32, item 6: ``"$ref": "#zip"`` pointed to the whole parameters object,
+    and the GBNF admitted no value for zip at all: a model held to it could never
+    finish the call. Now its string, and nothing else, in both grammars."""
+    ref, defs = REF_FORMS[form]
+    schema = {
+        "type": "object",
+        "properties": {"zip": {"$ref": ref}},
+        "required": ["zip"],
+        "$defs": defs,
+    }
+    for check in (_json_accepts, _lark_json_accepts):
+        assert check(schema, {"zip": "02134"}), check.__name__
+        assert not check(schema, {"zip": 2134}), check.__name__
+        assert not check(schema, {}), check.__name__
+
+
+def _loops() -> dict:
+    a, b = {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}
+    return {
+        "an alias cycle": {"a": b, "b": a},
+        "an anyOf that holds itself": {"a": {"anyOf": [a, {"type": "string"}]}},
+        "two anyOfs that hold each other": {
+            "a": {"anyOf": [b, {"type": "string"}]},
+            "b": {"oneOf": [{"allOf": [a]}, {"type": "integer"}]},
+        },
+    }
+
+
+LOOPS = _loops()
+# What each admits for "v" (and "w"), and what it refuses.
+LOOP_VALUES = {
+    "an alias cycle": (["s", 1, [None, {"x": True}]], []),  # says nothing: any value
+    "an anyOf that holds itself": (["s"], [1, None]),
+    "two anyOfs that hold each other": (["s", 1], [True, None]),
+}
+
+
+@pytest.mark.parametrize("name", list(LOOPS))
+def test_refs_that_lead_round_make_no_left_recursion(name):
+    """Issue 32, item 11: a $ref alias cycle, or an anyOf that holds itself, gave
+    rules that refer to each other before any text (``tool0-2 ::= tool0-1``,
+    ``tool0-1 ::= tool0-2``), which llama.cpp refuses. The $refs that lead round
+    share one rule, of what each admits besides the others; every format's grammars
+    are free of left recursion, and llguidance compiles them."""
+    schema = {
+        "type": "object",
+        "properties": {"v": {"$ref": "#/$defs/a"}, "w": {"$ref": "#/$defs/b"}},
+        "$defs": {"b": {"$ref": "#/$defs/a"}, **LOOPS[name]},
+    }
+    for slug in SLUGS:
+        module = rt.module(slug)
+        for grammar in (
+            module.grammar(tools=[_tool(schema)]),
+            module.tool_call_grammar(tools=[_tool(schema)]),
+        ):
+            assert left_recursive(grammar) == set(), slug
+            compile_grammar(grammar, slug)
+    good, bad = LOOP_VALUES[name]
+    for check in (_json_accepts, _lark_json_accepts):
+        for value in good:
+            assert check(schema, {"v": value, "w": value}), (check.__name__, value)
+        for value in bad:
+            assert not check(schema, {"v": value}), (check.__name__, value)
+            assert not check(schema, {"w": value}), (check.__name__, value)
+
+
+def test_a_schema_that_refers_to_its_whole_self():
+    schema = {"anyOf": [{"$ref": "#"}, {"type": "object", "properties": {"v": {"type": "integer"}}}]}
+    for slug in (JSON_SLUG, TAGGED_SLUG):
+        grammar = rt.module(slug).grammar(tools=[_tool(schema)])
+        assert left_recursive(grammar) == set(), slug
+        compile_grammar(grammar, slug)
+    assert _json_accepts(schema, {"v": 1}) and _lark_json_accepts(schema, {"v": 1})
+
+
+def _nested(depth: int, leaf: dict) -> dict:
+    for _ in range(depth):
+        leaf = {"type": "object", "properties": {"a": leaf}, "required": ["a"]}
+    return {"type": "object", "properties": {"x": leaf}, "required": ["x"]}
+
+
+def _nested_value(depth: int, leaf) -> dict:
+    for _ in range(depth):
+        leaf = {"a": leaf}
+    return {"x": leaf}
+
+
+@pytest.mark.parametrize("depth", [200, 400])
+def test_a_schema_nested_deeper_than_any_real_one(depth):
+    """Issue 32, item 11: a schema nested 400 levels deep made grammar() raise
+    RecursionError, and at 200 llguidance refused the Lark (its JSON reader's
+    recursion limit). Down to 32 levels a schema holds; below that any value does:
+    every export is made, llguidance takes the GBNF and the Lark, and they agree."""
+    schema = _nested(depth, {"type": "string"})
+    tools = [_tool(schema)]
+    for slug in (JSON_SLUG, TAGGED_SLUG, "minimax_m2"):
+        module = rt.module(slug)
+        compile_grammar(module.grammar(tools=tools), slug)
+        compile_grammar(module.tool_call_grammar(tools=tools), slug)
+        lark_compile(module.lark_grammar(tools=tools), slug)
+        json.dumps(module.structural_tag(tools))
+    # Down to the bound the schema holds, in both: an object where one is wanted.
+    refused = [{"x": {}}, {"x": {"a": 1}}, _nested_value(20, "leaf")]
+    # Below it, any value, in both.
+    taken = [_nested_value(depth, "leaf"), _nested_value(depth, 1), _nested_value(40, [1])]
+    for check in (_json_accepts, _lark_json_accepts):
+        for value in refused:
+            assert not check(schema, value), (check.__name__, json.dumps(value)[:40])
+        for value in taken:
+            assert check(schema, value), (check.__name__, json.dumps(value)[:40])

@@ -123,6 +123,17 @@ STRING_SCHEMAS = {
         {"zip": {"anyOf": [{"$ref": "#/$defs/zip"}, {"type": "null"}]}},
         {"zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
     ),
+    # issue 32, item 6: a $ref to an anchor pointed to the whole parameters object
+    "$ref to an $anchor": ({"zip": {"$ref": "#zip"}}, {"zip": {"$anchor": "zip", "type": "string"}}),
+    "$ref to a draft 7 $id": ({"zip": {"$ref": "#zip"}}, {"code": {"$id": "#zip", "type": "string"}}),
+    "$ref percent-encoded": (
+        {"zip": {"$ref": "#/$defs/zip%20code~1us"}}, {"zip code/us": {"type": "string"}}
+    ),
+    # issue 32, item 11: an anyOf that holds itself adds no type to its others
+    "anyOf that holds itself": (
+        {"zip": {"$ref": "#/$defs/z"}},
+        {"z": {"anyOf": [{"$ref": "#/$defs/z"}, {"type": "string"}]}},
+    ),
     "nullable": ({"zip": {"type": "string", "nullable": True}}, None),
     "allOf of one": ({"zip": {"allOf": [{"type": "string"}]}}, None),
     # where a number is admitted too, the string wins: docs/reliability.md

@@ -47,6 +47,27 @@ PUBLIC_DATA = (
     "MISSING_EXPORTS",
 )
 PUBLIC = binding.PUBLIC + PUBLIC_DATA
+# How a format module finds its runtime: the package's, or, where its folder is on
+# sys.path (a plain folder, no package), the _runtime.py beside its own file, loaded
+# once per folder under its path. Never one found by name: ``import _runtime`` takes
+# the first on sys.path, another folder's, which runs this format just as silently
+# while both have one interface (issue 32).
+RUNTIME_IMPORT = """\
+if __package__:
+    from . import _runtime
+else:  # a plain folder: the runtime beside this file, not the first one on sys.path
+    import sys
+    from importlib.util import module_from_spec, spec_from_file_location
+    from os import path
+
+    _RUNTIME_FILE = path.join(path.dirname(path.abspath(__file__)), "_runtime.py")
+    _runtime = sys.modules.get(_RUNTIME_FILE)  # type: ignore[assignment]
+    if _runtime is None:
+        _found = spec_from_file_location(_RUNTIME_FILE, _RUNTIME_FILE)
+        _runtime = module_from_spec(_found)  # type: ignore[arg-type]
+        _found.loader.exec_module(_runtime)  # type: ignore[union-attr]
+        sys.modules[_RUNTIME_FILE] = _runtime
+"""
 # Constants written at the module's top whatever their value: its public format data.
 ALWAYS = ("STOP", "TRIGGERS", "PRESERVED_TOKENS", "TOKEN_IDS", "BOS_TOKEN_ID", "EOS_TOKEN_IDS")
 # Data written after the format's constants (large, and no part of its first screen).
@@ -429,9 +450,7 @@ def generate(fmt: models.Format) -> Generated:
         [
             _docstring(fmt, standalone=False),
             "from __future__ import annotations\n",
-            "if __package__:\n    from . import _runtime\n"
-            "else:  # a folder on sys.path, not imported as a package\n"
-            "    import _runtime  # type: ignore[import-not-found, no-redef]\n",
+            RUNTIME_IMPORT,
             _all(),
             _format_section(values),
             _data_section(fmt, values),

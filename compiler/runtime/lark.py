@@ -18,7 +18,7 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
-from .values import _check_tools
+from .values import _check_tools, _resolved, _self_contained
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -146,6 +146,7 @@ def _lark_arguments(rule, parameters, strict):
     how = _LARK["arguments"]
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
+        schema = _self_contained(schema, schema)
         return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
@@ -154,7 +155,7 @@ def _lark_arguments(rule, parameters, strict):
     separator = _LARK["separator"]
     if not isinstance(properties, dict) or len(properties) > _LARK_MAX_KEYS:
         # Any key, any value, in any number.
-        unit, text = _lark_unit(rule + "_any", None, None, strict)
+        unit, text = _lark_unit(rule + "_any", None, None, strict, parameters)
         more = "(%s %s)*" % (separator, unit) if separator else unit + "*"
         return rule, "%s: (%s %s)?\n%s" % (rule, unit, more, text)
     wanted = parameters.get("required")
@@ -167,7 +168,9 @@ def _lark_arguments(rule, parameters, strict):
     rest = ['"" %%if is_ones([0:%d])' % len(required)] if required else ['""']
     texts = []
     for bit, key in enumerate(keys):
-        unit, text = _lark_unit("%s_%d" % (rule, bit), key, properties[key], strict)
+        unit, text = _lark_unit(
+            "%s_%d" % (rule, bit), key, properties[key], strict, parameters
+        )
         texts.append(text)
         first.append("%s %s::%#x" % (unit, more, 1 << bit))
         head = separator + " " + unit if separator else unit
@@ -176,10 +179,11 @@ def _lark_arguments(rule, parameters, strict):
     return rule, lines + "".join(texts)
 
 
-def _lark_unit(rule, key, schema, strict):
+def _lark_unit(rule, key, schema, strict, root):
     """(a rule for one key/value argument, its rules): ``key`` as the format writes
-    it (None: any key), its value as the property's JSON ``schema`` types it."""
-    kind, value = _lark_value(schema)
+    it (None: any key), its value as the property's JSON ``schema`` types it (its
+    ``$ref``s looked up in ``root``, the function's parameters)."""
+    kind, value = _lark_value(_resolved(schema, root))
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -193,6 +197,7 @@ def _lark_unit(rule, key, schema, strict):
     text = text.replace("%%VALUE%%", value)
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
+        schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
     return rule, text
 

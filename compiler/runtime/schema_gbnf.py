@@ -38,7 +38,7 @@ from .format import (
     TOOL_UNIT_SEPARATOR,
     TOOL_VALUE_CLOSE,
 )
-from .values import _pointed, _schema_kinds
+from .values import _DEEPEST_SCHEMA, _pointed, _schema_choices, _schema_kinds
 
 # The rules of JSON values (compiler/codegen/gbnf.py writes the same ones): each
 # mark that a lexeme may start or end with carries the whitespace around it.
@@ -193,7 +193,9 @@ class _Arguments:
         if split:
             rules[_BREAK] = f'( "\\x00" {_BREAK} )?'
         self.made = {}  # body → name: a body written twice is one rule
-        self.refs = {}
+        self.refs = {}  # $ref → the name of its rule
+        self.loops: dict = {}  # $ref → the $refs it leads round to (``_loop``)
+        self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
         for name, body in JSON_RULES.items():
@@ -432,21 +434,37 @@ class _Arguments:
     # values
 
     def _value(self, schema):
-        """GBNF for the values ``schema`` admits (None: no value does)."""
+        """GBNF for the values ``schema`` admits (None: no value does): one of the
+        schemas it chooses among before any text is read (``_choices``)."""
+        if self.depth >= _DEEPEST_SCHEMA:
+            return self._any()  # deeper than any real schema: a clear, bounded answer
+        self.depth += 1
+        try:
+            return _either(
+                [
+                    self._ref(part) if kind == "ref" else self._leaf(part)
+                    for kind, part in self._choices(schema)
+                ]
+            )
+        finally:
+            self.depth -= 1
+
+    def _choices(self, schema):
+        """``schema`` taken apart where it chooses without reading any text
+        (``_schema_choices``). (A rule made of one of these and not the rest would
+        refer back to itself before any text: a left recursion, which llama.cpp
+        refuses.)"""
+        return _schema_choices(schema, self.root)
+
+    def _leaf(self, schema):
+        """GBNF for the values of a schema that is none of ``_choices``' choices."""
         if not isinstance(schema, dict):
             return None if schema is False else self._any()
-        if "$ref" in schema:
-            return self._ref(schema["$ref"])
         if "const" in schema:
             return self._literals([schema["const"]])
         if isinstance(schema.get("enum"), list):
             return self._literals(schema["enum"])
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                return _either([self._value(option) for option in schema[key]])
         every = schema.get("allOf")
-        if isinstance(every, list) and len(every) == 1:
-            return self._value(every[0])
         if every is not None or "not" in schema or "if" in schema:
             return self._any()
         kinds = schema.get("type")
@@ -538,16 +556,83 @@ class _Arguments:
         return _schema_kinds(schema, self.root, depth)
 
     def _ref(self, ref):
-        """The rule of a schema ``$ref`` points to (one per target, so recursion
-        is a rule that refers to itself)."""
-        if ref not in self.refs:
-            target = self._pointed(ref)
-            if target is None:
-                return self._any()
-            name = self._name()
-            self.refs[ref] = name
-            self.rules[name] = self._value(target) or self._any()
-        return self.refs[ref]
+        """The rule of the schema ``ref`` points to: one per target, so recursion
+        through an object or an array is a rule that refers to itself. ``$ref``s
+        that lead round to one another through ``_choices`` alone (aliases,
+        ``anyOf``s that hold themselves) admit the same values: one rule for them
+        all, of the choices each makes besides them (none: any value)."""
+        if ref in self.refs:
+            return self.refs[ref]
+        loop = self._loop(ref) or [ref]
+        name = self._name()
+        for each in loop:
+            self.refs[each] = name
+        options = []
+        self.depth += 1  # (a chain of aliases is as deep as its length)
+        try:
+            for each in loop:
+                for kind, part in self._choices(self._pointed(each)):
+                    if self.depth >= _DEEPEST_SCHEMA:
+                        options.append(self._any())
+                    elif kind != "ref":
+                        options.append(self._leaf(part))
+                    elif part not in loop:
+                        options.append(self._ref(part))
+        finally:
+            self.depth -= 1
+        self.rules[name] = _either(options) or self._any()
+        return name
+
+    def _loop(self, ref):
+        """The ``$ref``s that ``ref`` leads to through ``_choices`` and that lead
+        back to it (itself among them), in the order they are found; [] where none
+        leads back. The graph is read once from each ``$ref`` first asked about,
+        all its loops found then (Tarjan's algorithm, without recursion)."""
+        if ref not in self.loops:
+            self._find_loops(ref)
+        return self.loops[ref]
+
+    def _find_loops(self, start):
+        edges: dict = {}  # ref → the refs its choices are
+
+        def nexts(ref):
+            if ref not in edges:
+                edges[ref] = [
+                    part
+                    for kind, part in self._choices(self._pointed(ref))
+                    if kind == "ref"
+                ]
+            return [part for part in edges[ref] if part not in self.loops]
+
+        index = {start: 0}  # ref → the order it was found in
+        low = {start: 0}
+        stack, on_stack = [start], {start}
+        walk = [(start, iter(nexts(start)))]
+        while walk:
+            ref, todo = walk[-1]
+            step = next(todo, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    walk.append((step, iter(nexts(step))))
+                elif step in on_stack:
+                    low[ref] = min(low[ref], index[step])
+                continue
+            walk.pop()
+            if walk:
+                low[walk[-1][0]] = min(low[walk[-1][0]], low[ref])
+            if low[ref] != index[ref]:
+                continue
+            members: list = []
+            while not members or members[-1] != ref:
+                members.append(stack.pop())
+                on_stack.discard(members[-1])
+            members.reverse()
+            looped = len(members) > 1 or ref in edges[ref]
+            for member in members:
+                self.loops[member] = members if looped else []
 
     def _resolved(self, schema):
         """``schema``, or what its ``$ref`` points to."""

@@ -99,6 +99,7 @@ from .text import (
     _SEPARATOR_SEEK,
     _before,
     _before_break,
+    _before_stop,
     _content_opener,
     _cut_short,
     _decided,
@@ -147,19 +148,64 @@ class _Broken(Exception):
 
 
 def _prefix_tail(*markers):
-    """(pattern, reach): the pattern finds, searched for in a text's last ``reach``
-    characters, where a proper prefix of one of ``markers`` ends the text (the
-    leftmost such place, as ``_partial_at`` finds it for each)."""
-    found = _PREFIX_TAILS.get(markers)
-    if found is None:
-        prefixes = {m[:size] for m in markers for size in range(1, len(m))}
-        alternatives = "|".join(map(re.escape, sorted(prefixes, key=len, reverse=True)))
-        pattern = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)")
-        found = _PREFIX_TAILS[markers] = (pattern, max(map(len, markers)))
-    return found
+    """A function giving where, in a text, a proper prefix of one of ``markers``
+    ends it: the leftmost such place, as ``_partial_at`` finds it for each, or the
+    text's length. A marker may name a key the model wrote (MiniMax M3's value
+    closer repeats it), so nothing is kept per marker, and nothing made costs more
+    than time in proportion to the marker's length: each place that may start it
+    (of the text's last ``len(marker) - 1`` characters) is tried as it is, a few of
+    them, and past those the rest is read once against the marker's border table."""
+    written = [marker for marker in markers if marker]
+    tables: dict = {}  # marker -> its border table, made when first needed
+
+    def tail(text):
+        start = len(text)
+        for marker in written:
+            at = text.find(marker[0], max(0, len(text) - len(marker) + 1))
+            for _ in range(4):
+                if not 0 <= at < start or marker.startswith(text[at:]):
+                    break
+                at = text.find(marker[0], at + 1)
+            else:
+                if 0 <= at < start:
+                    borders = tables.get(marker) or tables.setdefault(
+                        marker, _borders(marker)
+                    )
+                    at = _border_start(text, at, marker, borders)
+            if 0 <= at < start:
+                start = at
+        return start
+
+    return tail
 
 
-_PREFIX_TAILS: dict = {}
+def _borders(marker):
+    """Knuth-Morris-Pratt's table of ``marker``: for each of its prefixes, the
+    length of the longest proper prefix that also ends it."""
+    borders = [0] * len(marker)
+    size = 0
+    for at in range(1, len(marker)):
+        while size and marker[at] != marker[size]:
+            size = borders[size - 1]
+        if marker[at] == marker[size]:
+            size += 1
+        borders[at] = size
+    return borders
+
+
+def _border_start(text, at, marker, borders):
+    """Where the longest proper prefix of ``marker`` that ends ``text`` starts (one
+    that starts at ``at`` or later), or len(text): the text from ``at`` read once
+    against ``marker``."""
+    size = 0
+    for char in text[at:]:
+        while size and (size == len(marker) or marker[size] != char):
+            size = borders[size - 1]
+        if marker[size] == char:
+            size += 1
+    if size == len(marker):
+        size = borders[size - 1]  # the whole marker: only a proper prefix counts
+    return len(text) - size
 
 
 def _final_stop_apart(text):
@@ -647,8 +693,7 @@ class StreamParser:
                 self._maybe_reasoning.append(self._pending[:cut])
                 self._pending = self._pending[cut:]
                 yield
-            self._pending = "".join(self._maybe_reasoning) + self._pending
-            self._maybe_reasoning = []
+            self._pending = self._rejoined(self._maybe_reasoning)
             if REASONING_END not in self._pending:
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
@@ -710,8 +755,7 @@ class StreamParser:
             held.append(self._pending[:cut])
             self._pending = self._pending[cut:]
             yield
-        self._pending = "".join(held) + self._pending
-        held.clear()
+        self._pending = self._rejoined(held)
         found = REASONING_END in self._pending
         if self._eof and not found:
             self._no_closer = True
@@ -890,7 +934,9 @@ class StreamParser:
         if self._after:
             # End-of-turn markers that end the text after calls are dropped.
             keep = _settled(pending, watch + tuple(markers))
-            return len(_trim_end(pending[:keep], markers))
+            # (the tail held may also end a marker that ends the text: _settled)
+            kept = _trim_end(pending[:keep], markers)
+            return min(len(kept), len(_trim_end(pending, markers)))
         keep = _settled(pending, watch + ((self._content_end,) if closing else ()))
         if TURN_BREAK and watch:
             # a turn break at the end: calls may follow it in a new turn
@@ -1073,18 +1119,32 @@ class StreamParser:
         """Text read for calls that were not calls is pending again. At the end of
         the output it loses the end-of-turn marker that finish() could not see
         because the reader had taken it (parse strips it from the whole text)."""
+        self._pending = self._unstopped(text)
+
+    def _unstopped(self, text):
+        """``text``, the rest of the output once the reader has read all it
+        holds, less the final end-of-turn marker where finish() could not see it
+        (the reader had taken it) and the output has ended."""
         if self._eof and not self._stop_cut:
-            text = _strip_stop(text)
             self._stop_cut = True
-        self._pending = text
+            return _strip_stop(text)
+        return text
 
     def _consume(self, size):
         self._raw.append(self._pending[:size])
         self._pending = self._pending[size:]
 
+    def _rejoined(self, held):
+        """The pending text with the pieces of it ``held`` aside (emptied) put back
+        in front (``_unstopped``)."""
+        text = "".join(held) + self._pending
+        held.clear()
+        return self._unstopped(text)
+
     def _rewind(self, mark):
-        """Put what was read since ``mark`` back in front of the pending text."""
-        self._pending = "".join(self._raw[mark:]) + self._pending
+        """Put what was read since ``mark`` back in front of the pending text
+        (``_unstopped``)."""
+        self._pending = self._unstopped("".join(self._raw[mark:]) + self._pending)
         del self._raw[mark:]
 
     def _decide(self, literal):
@@ -1097,7 +1157,11 @@ class StreamParser:
                 self._pending = "".join(space) + self._pending
                 space = []
             if not space and _decided(self._pending, literal):
-                return
+                end = _match(self._pending, 0, literal)
+                if end < 0 or min(_before_stop(self._pending)) >= end:
+                    return
+                # The literal is written, but its end may still turn out to begin
+                # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between
@@ -1747,7 +1811,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail, reach = _prefix_tail(*(m for m in (lead + core, core, mark) if m))
+        tail = _prefix_tail(lead + core, core, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole
@@ -1765,8 +1829,7 @@ class StreamParser:
             if first in text or other in text or cue in text:
                 if core in text or (mark and mark in text):
                     return None
-                found = tail.search(text, max(0, len(text) - reach))
-                keep = found.start() if found else len(text)
+                keep = tail(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
-from .values import _check_tools
+from .values import _check_tools, _resolved, _self_contained
 
 
 def structural_tag(
@@ -245,18 +245,21 @@ def _arguments(calls, name, parameters):
     """A call's arguments: a JSON object (or the whole call object), or key/value units."""
     shape = calls["json"]
     if shape is not None:
-        objects = [
-            {
-                "type": "json_schema",
-                "json_schema": _call_object(shape, name, parameters, order),
-            }
-            for order in shape["orders"]
-        ]
+        # The parameters inside the call object: their $refs point to its $defs.
+        inner = _self_contained(parameters, parameters)
+        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        objects = []
+        for order in shape["orders"]:
+            whole = _call_object(shape, name, inner, order)
+            if defs:
+                whole["$defs"] = defs
+            objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
+        schema = _self_contained(parameters, parameters)
         return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": parameters}, _SPACE]
+            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
         )
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
@@ -267,7 +270,7 @@ def _arguments(calls, name, parameters):
         written = _escaped(key, units["key_escapes"])
         if units["key_slot"]:
             suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {})
+        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
         if units["value_start"]:
             # What stands between the key and the value (an attribute naming its type).
             value = _sequence([_tag("", _any(), units["value_start"]), value])
@@ -329,8 +332,12 @@ def _call_object(shape, name, parameters, order):
     return root
 
 
-def _value(units, schema):
-    """One argument's value as the format writes it, typed by its JSON schema."""
+def _value(units, schema, root):
+    """One argument's value as the format writes it, typed by its JSON schema (its
+    ``$ref``s looked up in ``root``, the function's parameters)."""
+    schema = _resolved(schema, root)
+    if not isinstance(schema, dict):
+        schema = {}
     types = schema.get("type")
     choices = schema["enum"] if isinstance(schema.get("enum"), list) else None
     if "const" in schema:
@@ -354,7 +361,7 @@ def _value(units, schema):
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": schema}
+            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
         if types == "boolean":
             return _one_of([_const(own["true"]), _const(own["false"])])
         if types == "null":
@@ -367,7 +374,7 @@ def _value(units, schema):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": schema}
+    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}

@@ -411,6 +411,22 @@ def _strip_stop(text, once=False):
     return text[: _stop_at(text, once)]
 
 
+def _stop_from(text, end):
+    """Where the end-of-turn markers that end ``text[:end]`` (whitespace after them
+    aside) begin, as ``_strip_stop`` finds them (``_stop_run``); ``end`` where none
+    does."""
+    kept = _space_before(text, end)
+    at = _stop_run(text, kept)
+    return at if at < kept else end
+
+
+def _space_before(text, at):
+    """Where the whitespace that ends ``text[:at]`` starts."""
+    while at and text[at - 1].isspace():
+        at -= 1
+    return at
+
+
 def _before_break(text):
     """``text`` less the turn break it ends with (TURN_BREAK: the template ended the
     turn after the content and opened a new one for the calls that follow)."""
@@ -484,9 +500,13 @@ def _settled(text, markers):
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
     pattern, reach = _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
-    kept = text[: found.start() if found else len(text)].rstrip()
-    at = _stop_run(kept, len(kept))
-    return len(kept[:at].rstrip()) if at < len(kept) else len(kept)
+    cut = found.start() if found else len(text)
+    keep = _space_before(text, _stop_from(text, cut))
+    if cut < len(text):
+        # The tail held may also end a marker that ends the text (one that starts
+        # as it ends: MiniMax's '[e~[', written twice).
+        keep = min(keep, _space_before(text, _stop_from(text, len(text))))
+    return keep
 
 
 def _undecided(head, markers):
@@ -531,6 +551,16 @@ def _maybe_stop(text):
         return False
     head = text.lstrip()
     return _stops_begin(head) == 0
+
+
+def _before_stop(text):
+    """Where ``text`` may end once the output's final end-of-turn marker is
+    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
+    before one begun at its end."""
+    ends = {_stop_from(text, len(text))}
+    for stop in STOP:
+        ends.add(_partial_at(text, stop))
+    return ends
 
 
 def _name_end(text, at, after, options):

@@ -786,31 +786,66 @@ def _kind(kinds):
     return "string" if kinds == {"string"} else frozenset(kinds)
 
 
-# How deep ``$ref``s and ``anyOf``s are followed: a deeper schema admits any value.
+# How deep ``$ref``s and ``anyOf``s are followed, and how many schemas are read in
+# all: a deeper or larger schema admits any value.
 _SCHEMA_DEPTH = 20
+_SCHEMA_STEPS = 1000
+# How deeply nested a schema the grammars follow (objects, arrays, choices, $refs):
+# the values below that depth are any value. Deeper than any real tool's schema;
+# llguidance's JSON reader refuses a schema nested some 60 levels deep.
+_DEEPEST_SCHEMA = 32
 
 
 def _schema_kinds(schema, root, depth=0):
     """The JSON types (a set) of the values ``schema`` admits, None where it does not
-    say; ``$ref``s (local JSON pointers) are looked up in ``root``. What a schema
-    says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
+    say; ``$ref``s (local JSON pointers and anchors) are looked up in ``root``. What a
+    schema says: ``type`` (a name or a list; ``nullable``), ``enum`` and ``const``,
     ``anyOf`` and ``oneOf`` (the types of each), ``allOf`` of one schema, and
-    ``properties`` or ``items`` without a type."""
-    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH:
+    ``properties`` or ``items`` without a type. A ``$ref`` that comes back round to
+    itself with nothing read between adds no type (``{"anyOf": [{"$ref": "#"},
+    {"type": "string"}]}`` admits strings); one that is nothing else says nothing."""
+    found = _kinds_of(schema, root, depth, set(), [_SCHEMA_STEPS])
+    return None if found is _ROUND else found
+
+
+# The types of a ``$ref`` read again inside itself (compared by identity): none.
+_ROUND: frozenset = frozenset()
+
+
+def _kinds_of(schema, root, depth, path, steps):
+    """``_schema_kinds`` of ``schema``, the ``$ref``s being read in ``path``, at most
+    ``steps[0]`` more schemas read."""
+    steps[0] -= 1
+    if not isinstance(schema, dict) or depth > _SCHEMA_DEPTH or steps[0] < 0:
         return set() if schema is False else None
-    if "$ref" in schema:
-        return _schema_kinds(_pointed(root, schema["$ref"]), root, depth + 1)
+    ref = schema.get("$ref")
+    if ref is not None:
+        if not isinstance(ref, str):
+            return None
+        if ref in path:
+            return _ROUND
+        path.add(ref)
+        found = _kinds_of(_pointed(root, ref), root, depth + 1, path, steps)
+        path.discard(ref)
+        return found
     if "const" in schema:
         return {_json_type(schema["const"])}
     if isinstance(schema.get("enum"), list):
         return {_json_type(value) for value in schema["enum"]}
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            found = [_schema_kinds(option, root, depth + 1) for option in schema[key]]
-            return None if None in found else set().union(*found)
+            found = [
+                _kinds_of(option, root, depth + 1, path, steps)
+                for option in schema[key]
+            ]
+            if None in found:
+                return None
+            if found and all(kinds is _ROUND for kinds in found):
+                return _ROUND
+            return set().union(*found)
     every = schema.get("allOf")
     if isinstance(every, list) and len(every) == 1:
-        return _schema_kinds(every[0], root, depth + 1)
+        return _kinds_of(every[0], root, depth + 1, path, steps)
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
@@ -821,12 +856,17 @@ def _schema_kinds(schema, root, depth=0):
 
 
 def _pointed(root, ref):
-    """What a local JSON pointer (``#/$defs/name``) points to in ``root``; None for
-    any other reference."""
+    """What a local reference points to in ``root``: a JSON pointer (``#/$defs/name``;
+    ``#``, the root itself) or a plain name, an anchor (``#zip``: the schema whose
+    ``$anchor``, or draft 7's ``$id``, names it), percent-encoded or not. None for
+    any other reference (to another document), or one that points to nothing."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         return None
+    fragment = _unquoted(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        return _anchored(root, fragment)
     node = root
-    for part in ref[1:].split("/")[1:]:
+    for part in fragment.split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -835,6 +875,185 @@ def _pointed(root, ref):
         else:
             return None
     return node
+
+
+def _unquoted(text):
+    """A URI fragment with its percent-escapes (UTF-8 bytes) decoded."""
+    if "%" not in text:
+        return text
+    try:
+        return re.sub(
+            rb"%([0-9A-Fa-f]{2})",
+            lambda found: bytes.fromhex(found.group(1).decode("ascii")),
+            text.encode("utf-8"),
+        ).decode("utf-8")
+    except UnicodeError:
+        return text
+
+
+# Keywords whose values are data, not schemas: no anchor is looked for in them.
+_DATA_KEYWORDS = frozenset(("const", "enum", "default", "examples"))
+
+
+def _anchored(root, name):
+    """The first schema in ``root`` (read in document order, each object once) that
+    an anchor names ``name``: ``"$anchor": name`` (or ``$dynamicAnchor``), or draft
+    7's ``"$id": "#" + name``; None where none does."""
+    todo = [root]
+    seen: set = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            if name in (node.get("$anchor"), node.get("$dynamicAnchor")) or (
+                node.get("$id") == "#" + name
+            ):
+                return node
+            items = [v for k, v in node.items() if k not in _DATA_KEYWORDS]
+        elif isinstance(node, list):
+            items = node
+        else:
+            continue
+        todo += [item for item in reversed(items) if isinstance(item, (dict, list))]
+    return None
+
+
+def _schema_choices(schema, root):
+    """[("ref", a ``$ref``) or ("schema", a schema)]: ``schema`` taken apart where
+    it chooses without reading any text, as the grammars read it: its ``$ref`` (one
+    ``root`` resolves; else any value), ``anyOf`` or ``oneOf`` options, ``allOf`` of
+    one schema; ``const`` and ``enum`` come first, ``$ref`` before all."""
+    found: list = []
+    todo = [schema]
+    seen: set = set()  # (a schema that holds itself is read once)
+    while todo:
+        schema = todo.pop()
+        if not isinstance(schema, dict):
+            found.append(("schema", schema))
+            continue
+        if id(schema) in seen:
+            continue
+        seen.add(id(schema))
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            known = isinstance(ref, str) and _pointed(root, ref) is not None
+            found.append(("ref", ref) if known else ("schema", True))
+            continue
+        if "const" in schema or isinstance(schema.get("enum"), list):
+            found.append(("schema", schema))
+            continue
+        options = next(
+            (schema[k] for k in ("anyOf", "oneOf") if isinstance(schema.get(k), list)),
+            None,
+        )
+        every = schema.get("allOf")
+        if options is None and isinstance(every, list) and len(every) == 1:
+            options = every
+        if options is None:
+            found.append(("schema", schema))
+        else:
+            todo += reversed(options)
+    return found
+
+
+def _says_nothing(ref, root):
+    """Whether the ``$ref`` leads, through ``_schema_choices``, to nothing but
+    ``$ref``s (aliases round a loop): the grammars read it as any value."""
+    todo, seen = [ref], {ref}
+    while todo:
+        for kind, part in _schema_choices(_pointed(root, todo.pop()), root):
+            if kind != "ref":
+                return False
+            if part not in seen:
+                seen.add(part)
+                todo.append(part)
+    return True
+
+
+def _resolved(schema, root):
+    """``schema``, or where its ``$ref`` (a chain of them) points to in ``root``: the
+    first schema on the way that is no reference, else ``schema``."""
+    seen: set = set()
+    found = schema
+    while isinstance(found, dict) and isinstance(found.get("$ref"), str):
+        if found["$ref"] in seen:
+            return schema
+        seen.add(found["$ref"])
+        found = _pointed(root, found["$ref"])
+        if found is None:
+            return schema
+    return found
+
+
+# Where a schema holds other schemas: a mapping of them, a list (or, for ``items``,
+# one), one schema.
+_SUBSCHEMA_MAPS = frozenset(
+    ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+)
+_SUBSCHEMA_LISTS = frozenset(("anyOf", "oneOf", "allOf", "prefixItems", "items"))
+_SUBSCHEMA_ONE = frozenset(
+    (
+        "additionalProperties additionalItems items not if then else contains"
+        " propertyNames unevaluatedProperties unevaluatedItems contentSchema"
+    ).split()
+)
+# What names a schema for a $ref: copies in _self_contained are reached by pointer.
+_NAMING = frozenset(("$anchor", "$dynamicAnchor", "$id"))
+
+
+def _self_contained(schema, root):
+    """``schema``, a part of the JSON schema ``root`` (or all of it), as a schema of
+    its own, for a consumer that reads it alone (llguidance's ``%json``, xgrammar):
+    each local ``$ref`` (a pointer or an anchor) points to a copy of its target in
+    ``$defs``; one to another document or to nothing is any value, as the GBNF reads
+    it (``schema_gbnf``); and what is nested deeper than ``_DEEPEST_SCHEMA`` is any
+    value, so that the consumer's JSON reader takes it. A copy: ``schema`` is left
+    as it is."""
+    names: dict = {}  # id(a target) → its name in $defs
+    targets: list = []
+    nothing: dict = {}  # $ref → whether it says nothing (_says_nothing)
+
+    def pointer(ref):
+        target = _pointed(root, ref) if isinstance(ref, str) else None
+        if target is not None and ref not in nothing:
+            nothing[ref] = _says_nothing(ref, root)
+        if target is None or nothing[ref]:
+            return {}
+        if id(target) not in names:
+            names[id(target)] = "ref-%d" % len(names)
+            targets.append(target)
+        return {"$ref": "#/$defs/" + names[id(target)]}
+
+    def copy(node, depth):
+        if not isinstance(node, dict):
+            return node
+        if depth > _DEEPEST_SCHEMA:
+            return {}
+        if "$ref" in node:
+            return pointer(node["$ref"])
+        out = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions") or key in _NAMING:
+                continue  # every $ref now points into the new $defs
+            if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                value = {name: copy(item, depth + 1) for name, item in value.items()}
+            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+                value = [copy(item, depth + 1) for item in value]
+            elif key in _SUBSCHEMA_ONE:
+                value = copy(value, depth + 1)
+            out[key] = value
+        return out
+
+    out = copy(schema, 0)
+    defs: dict = {}
+    while len(defs) < len(targets):
+        target = targets[len(defs)]
+        defs[names[id(target)]] = copy(target, 1)
+    if defs and isinstance(out, dict):
+        out["$defs"] = defs
+    return out
 
 
 def _check_tools(tools):
