@@ -28,13 +28,21 @@ ALLOWED = 0.05
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.live")
     parser.add_argument("--table", type=Path, default=model.CACHE / "table.md")
-    parser.add_argument("--formats", nargs="+", metavar="SLUG", help="these corpus formats only")
+    parser.add_argument(
+        "--formats", nargs="+", metavar="SLUG", help="these corpus formats only"
+    )
     parser.add_argument("--full", action="store_true", help="the full matrix too")
     parser.add_argument("--cap", type=int, default=160, help="new tokens per decode")
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
-    parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM plugin's path")
-    parser.add_argument("--skip-own", action="store_true", help="skip the model's own template")
-    parser.add_argument("--skip-readme", action="store_true", help="skip the README example")
+    parser.add_argument(
+        "--no-vllm", action="store_true", help="skip the vLLM plugin's path"
+    )
+    parser.add_argument(
+        "--skip-own", action="store_true", help="skip the model's own template"
+    )
+    parser.add_argument(
+        "--skip-readme", action="store_true", help="skip the README example"
+    )
     args = parser.parse_args(argv)
     model.quiet()
     started = time.monotonic()
@@ -49,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"live: {error}", file=sys.stderr)
         return 2
     how = "from .cache/live" if loaded.cached else "from the GGUF (now cached)"
-    print(f"live: SmolLM2-135M-Instruct loaded {how} in {loaded.seconds:.0f} s", flush=True)
+    print(
+        f"live: SmolLM2-135M-Instruct loaded {how} in {loaded.seconds:.0f} s",
+        flush=True,
+    )
 
     own_failures: list[str] = []
     answers: list[str] = []
@@ -67,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     slugs = args.formats or corpus.slugs()
     unknown = sorted(set(slugs) - set(corpus.slugs()))
     if unknown:
-        print(f"live: not a corpus format with calls: {', '.join(unknown)}", file=sys.stderr)
+        print(
+            f"live: not a corpus format with calls: {', '.join(unknown)}",
+            file=sys.stderr,
+        )
         return 2
     rows = []
     bar = tqdm(slugs, desc="live", unit="format", dynamic_ncols=True, file=sys.stderr)

@@ -33,7 +33,7 @@ import json
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -43,24 +43,7 @@ from tests.fallback_outputs import format_of
 from tests.live import reading
 from tests.live.decode import Decoded, GrammarRefused, Grammars, Matcher, decode, replay
 from tests.live.model import Loaded
-
-# Classes of failure, in the order a row reports them (the first found is the row's
-# cause): the build's, the grammar's, an export's, the parser's, the stream's, the
-# plugin's, then the model's own.
-CAUSES = {
-    "missing-export": "the module has no such export (MISSING_EXPORTS)",
-    "refused": "a grammar refuses a consumer (does not compile) or the prefilled trigger",
-    "dead-end": "the grammar allows no token, or only end-of-sequence while not accepting",
-    "schema": "the grammar admitted a call its schema or tools refuse",
-    "stopped": "the grammar admitted an end-of-turn string (STOP) inside the call",
-    "parse": "the grammar accepted an output parse does not read as one call",
-    "marker": "a marker left in the content",
-    "export": "another export refuses a token the decoding grammar took, or ends otherwise",
-    "stream": "StreamParser fed the token pieces differs from parse",
-    "vllm": "the vLLM plugin's reading differs from parse",
-    "token-cap": "the model's own failure: the call not finished within the token cap",
-    "error": "the harness failed (a bug here, not in the format)",
-}
+from tests.live.table import Row
 
 USER = (
     "Book a table at Luigi's for 4 people at 19:30, outside, under the name Ada "
@@ -77,7 +60,10 @@ TOOLS = [
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "restaurant": {"type": "string", "description": "The restaurant's name."},
+                    "restaurant": {
+                        "type": "string",
+                        "description": "The restaurant's name.",
+                    },
                     "guests": {"type": "integer", "description": "How many people."},
                     "outdoor": {"type": "boolean", "description": "A table outside."},
                     "time": {"type": "string", "enum": ["18:00", "19:30", "21:00"]},
@@ -122,26 +108,6 @@ SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in 
 # What the model must not leave in content besides the format's own markers.
 MODEL_MARKERS = ("<|im_start|>", "<|im_end|>")
 ENABLE_THINKING = False
-
-
-@dataclass
-class Row:
-    slug: str
-    setting: str  # which decode: "default", or the full matrix's export/choice
-    cause: str | None = None  # None: passed
-    detail: str = ""
-    notes: list[str] = field(default_factory=list)  # every failure found
-    tokens: int = 0  # tokens the model chose
-    seconds: float = 0.0
-    fallback: bool = False  # the format reads our fallback calls (its template has none)
-    call: str = ""  # the call read, name(arguments)
-    output: str = ""  # the output's text, the prefill included
-
-    def fail(self, cause: str, detail: str) -> None:
-        assert cause in CAUSES, cause
-        self.notes.append(f"{cause}: {detail}")
-        if self.cause is None or list(CAUSES).index(cause) < list(CAUSES).index(self.cause):
-            self.cause, self.detail = cause, detail
 
 
 @dataclass
@@ -190,7 +156,9 @@ def prompt_for(slug: str, loaded: Loaded) -> Prompt:
     )
     fmt = format_of(slug)
     lead = ""
-    if fmt.reasoning.has_block and fmt.reasoning.opened_by_prompt(ENABLE_THINKING, tools=True):
+    if fmt.reasoning.has_block and fmt.reasoning.opened_by_prompt(
+        ENABLE_THINKING, tools=True
+    ):
         lead = fmt.reasoning.end
     trigger = ""
     literal = [t for t in module.TRIGGERS if t["type"] in (0, 1)]
@@ -264,7 +232,9 @@ def run_matrix(slug: str, context: Context) -> list[Row]:
     return [run_format(slug, context, setting) for setting in matrix()]
 
 
-def grammar_for(module, grammars: Grammars, export: str, choice) -> Callable[[], Matcher]:
+def grammar_for(
+    module, grammars: Grammars, export: str, choice
+) -> Callable[[], Matcher]:
     """A maker of matchers for ``export`` under ``choice`` (one call at most, thinking
     off), its grammar compiled once first: GrammarRefused where the consumer refuses
     it, ValueError where the module refuses the choice."""
@@ -288,7 +258,12 @@ def grammar_for(module, grammars: Grammars, export: str, choice) -> Callable[[],
     return make
 
 
-_MISSING = {"gbnf": "gbnf", "calls": "gbnf", "lark": "lark", "structural tag": "structural_tag"}
+_MISSING = {
+    "gbnf": "gbnf",
+    "calls": "gbnf",
+    "lark": "lark",
+    "structural tag": "structural_tag",
+}
 
 
 def _run(slug: str, context: Context, row: Row, setting: Setting) -> None:
@@ -326,7 +301,10 @@ def _run(slug: str, context: Context, row: Row, setting: Setting) -> None:
     check_decode(row, decoded, context)
     if setting.lazy:
         if row.cause == "token-cap":
-            row.cause, row.detail = None, ""  # prose to the cap is no fault under "auto"
+            row.cause, row.detail = (
+                None,
+                "",
+            )  # prose to the cap is no fault under "auto"
             row.call = "(no call within the cap)"
         return
     for export in setting.replays:
@@ -343,7 +321,9 @@ def check_decode(row: Row, decoded: Decoded, context: Context) -> None:
     if decoded.refused:
         row.fail("refused", f"the decoding grammar: {decoded.refused}")
     elif decoded.dead_end is not None:
-        text = context.loaded.tokenizer.decode(decoded.output_ids, skip_special_tokens=False)
+        text = context.loaded.tokenizer.decode(
+            decoded.output_ids, skip_special_tokens=False
+        )
         row.fail(
             "dead-end",
             f"{decoded.dead_end.why} after {decoded.dead_end.at} tokens: {text[-160:]!r}",
@@ -367,7 +347,8 @@ def check_replay(row: Row, matcher: Matcher, decoded: Decoded, tokenizer) -> Non
         row.fail(
             "export",
             f"{matcher.name} refuses token {at} of {len(ids)}, {token!r} after"
-            f" {before[-60:]!r}" + (f": {result.why.splitlines()[0]}" if result.why else ""),
+            f" {before[-60:]!r}"
+            + (f": {result.why.splitlines()[0]}" if result.why else ""),
         )
     elif decoded.finished and decoded.accepting and not result.accepting:
         row.fail("export", f"{matcher.name} cannot end where the decoding grammar did")
@@ -390,7 +371,9 @@ def read(
     whole = "".join(texts)
     row.output = whole
     if not whole.startswith(prompt.lead + prompt.trigger):
-        row.notes.append(f"the decoded output does not start with the prefill: {whole[:80]!r}")
+        row.notes.append(
+            f"the decoded output does not start with the prefill: {whole[:80]!r}"
+        )
     message, stream_differs = reading.stream_vs_parse(
         module, texts, tools=TOOLS, enable_thinking=ENABLE_THINKING
     )
@@ -402,7 +385,11 @@ def read(
         row.fail("stream", "; ".join(stream_differs[:3]))
     if decoded.finished and decoded.accepting and decoded.dead_end is None:
         check_message(row, module, message, whole)
-        named = setting.choice["function"]["name"] if isinstance(setting.choice, dict) else None
+        named = (
+            setting.choice["function"]["name"]
+            if isinstance(setting.choice, dict)
+            else None
+        )
         if named is not None and any(c["function"]["name"] != named for c in calls):
             row.fail("schema", f"tool_choice names {named!r}: {row.call}")
     if context.vllm is not None:
@@ -437,7 +424,9 @@ def check_message(row: Row, module, message: dict, whole: str) -> None:
         try:
             arguments = json.loads(call["function"]["arguments"])
         except ValueError:
-            row.fail("schema", f"arguments are not JSON: {call['function']['arguments']!r}")
+            row.fail(
+                "schema", f"arguments are not JSON: {call['function']['arguments']!r}"
+            )
             continue
         errors = sorted(
             jsonschema.Draft202012Validator(SCHEMAS[name]).iter_errors(arguments),

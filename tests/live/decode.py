@@ -60,19 +60,27 @@ class Matcher:
 
 
 class LLGuidanceMatcher(Matcher):
-    def __init__(self, tokenizer: llguidance.LLTokenizer, kind: str, text: str, name: str):
+    def __init__(
+        self, tokenizer: llguidance.LLTokenizer, kind: str, text: str, name: str
+    ):
         self.name = name
         try:
             grammar = llguidance.grammar_from(kind, text)  # type: ignore[arg-type]
         except ValueError as error:
-            raise GrammarRefused(f"{name}: llguidance does not convert it: {error}") from None
+            raise GrammarRefused(
+                f"{name}: llguidance does not convert it: {error}"
+            ) from None
         self.matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         if self.matcher.is_error():
-            raise GrammarRefused(f"{name}: llguidance: {self.matcher.get_error()[:300]}")
+            raise GrammarRefused(
+                f"{name}: llguidance: {self.matcher.get_error()[:300]}"
+            )
 
     def fill(self, bitmask: torch.Tensor) -> None:
         row = bitmask[0]
-        self.matcher.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * row.element_size())
+        self.matcher.unsafe_compute_mask_ptr(
+            row.data_ptr(), row.numel() * row.element_size()
+        )
 
     def consume(self, token: int) -> bool:
         return self.matcher.consume_token(token)
@@ -109,7 +117,9 @@ class Grammars:
             loaded.tokenizer, n_vocab=loaded.vocab_size, eos_token=loaded.eos_id
         )
         info = xgr.TokenizerInfo.from_huggingface(
-            loaded.tokenizer, vocab_size=loaded.vocab_size, stop_token_ids=[loaded.eos_id]
+            loaded.tokenizer,
+            vocab_size=loaded.vocab_size,
+            stop_token_ids=[loaded.eos_id],
         )
         self.xgr_compiler = xgr.GrammarCompiler(info, max_threads=1)
 
@@ -120,7 +130,9 @@ class Grammars:
         return LLGuidanceMatcher(self.ll_tokenizer, "lark", text, name)
 
     def structural_tag(self, tag: dict, name: str = "structural tag") -> Matcher:
-        return XGrammarMatcher(self._compiled_tag(json.dumps(tag, ensure_ascii=False)), name)
+        return XGrammarMatcher(
+            self._compiled_tag(json.dumps(tag, ensure_ascii=False)), name
+        )
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 (one Grammars per run)
     def _compiled_tag(self, tag_json: str):
@@ -166,9 +178,13 @@ class GrammarProcessor(LogitsProcessor):
     def __post_init__(self) -> None:
         self.awake = self.trigger is None
         self._seen = self.start
-        self._bitmask = torch.zeros((1, (self.loaded.vocab_size + 31) // 32), dtype=torch.int32)
+        self._bitmask = torch.zeros(
+            (1, (self.loaded.vocab_size + 31) // 32), dtype=torch.int32
+        )
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor
+    ) -> torch.FloatTensor:
         self.catch_up(input_ids[0].tolist())
         if not self.awake:
             return scores
@@ -180,7 +196,9 @@ class GrammarProcessor(LogitsProcessor):
             if count == 0:
                 self.dead_end = DeadEnd(self.consumed, "no token allowed")
             elif count == 1 and bool(mask[eos]) and not self.matcher.accepting():
-                self.dead_end = DeadEnd(self.consumed, "only end-of-sequence allowed, not accepting")
+                self.dead_end = DeadEnd(
+                    self.consumed, "only end-of-sequence allowed, not accepting"
+                )
             else:
                 return scores.masked_fill(~mask[: scores.shape[-1]], float("-inf"))
         # Stuck: let the output end here.
@@ -214,7 +232,9 @@ class GrammarProcessor(LogitsProcessor):
         pieces = self.loaded.tokenizer(rest, add_special_tokens=False)["input_ids"]
         for piece in pieces:
             if not self.matcher.consume(piece):
-                self.refused = f"the text from the trigger on refused: {self.matcher.error()}"
+                self.refused = (
+                    f"the text from the trigger on refused: {self.matcher.error()}"
+                )
                 return
             self.consumed += 1
 
@@ -232,7 +252,9 @@ class StopStrings(StoppingCriteria):
         self.longest = max(map(len, self.stop), default=0)
         self.hit: str | None = None
 
-    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
+    def __call__(
+        self, input_ids: torch.LongTensor, scores, **kwargs
+    ) -> torch.BoolTensor:
         # The last tokens that can hold a stop string ending in the newest one (each
         # token holds a character at least); any earlier one would have stopped.
         tail = input_ids[0, max(self.start, input_ids.shape[1] - self.longest - 1) :]
@@ -253,7 +275,9 @@ class StopStrings(StoppingCriteria):
             if len(before) <= at and whole.startswith(before):
                 rest = whole[len(before) : at]
                 return ids[:keep] + (
-                    self.tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
+                    self.tokenizer(rest, add_special_tokens=False)["input_ids"]
+                    if rest
+                    else []
                 )
         return ids
 
@@ -323,7 +347,9 @@ def decode(
             )
             processors = LogitsProcessorList([processor])
     if refused is not None:
-        return Decoded(prompt_ids, forced_ids, [], False, None, False, None, refused, 0.0)
+        return Decoded(
+            prompt_ids, forced_ids, [], False, None, False, None, refused, 0.0
+        )
     start = len(prompt_ids) + len(forced_ids)
     inputs = torch.tensor([prompt_ids + forced_ids])
     stopping = StopStrings(loaded.tokenizer, start, stop or [])
@@ -334,7 +360,9 @@ def decode(
             max_new_tokens=cap,
             do_sample=False,
             logits_processor=processors,
-            stopping_criteria=StoppingCriteriaList([stopping]) if stopping.stop else None,
+            stopping_criteria=(
+                StoppingCriteriaList([stopping]) if stopping.stop else None
+            ),
             eos_token_id=loaded.eos_id,
             pad_token_id=loaded.eos_id,
         )

@@ -43,7 +43,9 @@ def gguf_path() -> Path:
             f"{DISTRIBUTION} is not installed: `make test-live` installs it"
         ) from None
     if distribution.version != VERSION:
-        raise ModelMissing(f"{DISTRIBUTION} {distribution.version} installed, {VERSION} expected")
+        raise ModelMissing(
+            f"{DISTRIBUTION} {distribution.version} installed, {VERSION} expected"
+        )
     found = [file for file in distribution.files or () if file.name == GGUF_NAME]
     if not found:
         raise ModelMissing(f"{DISTRIBUTION} {VERSION} holds no {GGUF_NAME}")
@@ -86,15 +88,21 @@ def load(threads: int = 1) -> Loaded:
     started = time.monotonic()
     torch.set_num_threads(threads)
     path = gguf_path()
-    saved = CACHE / f"smollm2-{GGUF_SHA256[:16]}-transformers-{transformers.__version__}"
+    saved = (
+        CACHE / f"smollm2-{GGUF_SHA256[:16]}-transformers-{transformers.__version__}"
+    )
     cached = (saved / "done").exists()
     if cached:
         tokenizer = transformers.AutoTokenizer.from_pretrained(saved)
         config = transformers.AutoConfig.from_pretrained(saved)
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, dtype=torch.float32
+        )
         safetensors.torch.load_model(model, str(saved / "model.safetensors"))
     else:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            path.parent, gguf_file=path.name
+        )
         model = transformers.AutoModelForCausalLM.from_pretrained(
             path.parent, gguf_file=path.name, dtype=torch.float32
         )

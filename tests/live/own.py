@@ -63,7 +63,9 @@ def build_own(folder: Path = OWN) -> tuple[Path, Path]:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"chatfmt build --source GGUF failed:\n{done.stderr[-2000:]}")
+        raise RuntimeError(
+            f"chatfmt build --source GGUF failed:\n{done.stderr[-2000:]}"
+        )
     found = sorted(specs.glob("*.yaml"))
     if len(found) != 1:
         raise RuntimeError(f"chatfmt build wrote {len(found)} specs in {specs}")
@@ -97,12 +99,16 @@ def token_problems(spec: dict, module, loaded: Loaded) -> list[str]:
                 f" in the tokenizer, {number} in the spec"
             )
         if tokenizer.decode([number], skip_special_tokens=False) != text:
-            problems.append(f"tokens.{where}: id {number} decodes otherwise than {text!r}")
+            problems.append(
+                f"tokens.{where}: id {number} decodes otherwise than {text!r}"
+            )
     for text, number in module.TOKEN_IDS.items():
         if tokenizer.convert_tokens_to_ids(text) != number:
             problems.append(f"TOKEN_IDS[{text!r}] = {number}, not the tokenizer's")
     if module.BOS_TOKEN_ID != tokenizer.bos_token_id:
-        problems.append(f"BOS_TOKEN_ID {module.BOS_TOKEN_ID} vs {tokenizer.bos_token_id}")
+        problems.append(
+            f"BOS_TOKEN_ID {module.BOS_TOKEN_ID} vs {tokenizer.bos_token_id}"
+        )
     if loaded.eos_id not in module.EOS_TOKEN_IDS:
         problems.append(f"EOS_TOKEN_IDS {module.EOS_TOKEN_IDS} lack {loaded.eos_id}")
     return problems
@@ -118,12 +124,21 @@ def check_own_template(loaded: Loaded) -> tuple[list[str], list[str]]:
         return [f"own template: {error}"], answers
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     module = import_generated(generated, spec_path.stem)
-    problems = [f"own template: {line}" for line in token_problems(spec, module, loaded)]
+    problems = [
+        f"own template: {line}" for line in token_problems(spec, module, loaded)
+    ]
     tokenizer = loaded.tokenizer
-    markers = {*module.PRESERVED_TOKENS, *module.STOP, tokenizer.bos_token, tokenizer.eos_token}
+    markers = {
+        *module.PRESERVED_TOKENS,
+        *module.STOP,
+        tokenizer.bos_token,
+        tokenizer.eos_token,
+    }
     for question in PROMPTS:
         messages = [{"role": "user", "content": question}]
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         decoded = decode(loaded, prompt_ids, [], CAP)
         answer = loaded.tokenizer.decode(decoded.output_ids, skip_special_tokens=False)
@@ -159,5 +174,7 @@ def check_readme_example() -> list[str]:
         workspace = Path(folder)
         for name in (*test_readme.LINKED_INTO_WORKSPACE, "tests", "compiler"):
             (workspace / name).symlink_to(ROOT / name, target_is_directory=True)
-        problems = test_readme.run_quick_start(text, first_line, workspace, timeout=1800)
+        problems = test_readme.run_quick_start(
+            text, first_line, workspace, timeout=1800
+        )
     return [f"README example: {line}" for line in problems]

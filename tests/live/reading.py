@@ -93,7 +93,9 @@ def differences(got: dict, want: dict, *, exact_arguments: bool = True) -> list[
     if len(got["tool_calls"]) != len(want["tool_calls"]):
         found.append(f"{len(got['tool_calls'])} calls vs {len(want['tool_calls'])}")
         return found
-    for index, (mine, theirs) in enumerate(zip(got["tool_calls"], want["tool_calls"], strict=True)):
+    for index, (mine, theirs) in enumerate(
+        zip(got["tool_calls"], want["tool_calls"], strict=True)
+    ):
         if mine["name"] != theirs["name"]:
             found.append(f"call {index}: name {mine['name']!r} vs {theirs['name']!r}")
         if mine["arguments"] == theirs["arguments"]:
@@ -118,7 +120,9 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def stream_vs_parse(module, texts: list[str], *, tools, enable_thinking) -> tuple[dict, list[str]]:
+def stream_vs_parse(
+    module, texts: list[str], *, tools, enable_thinking
+) -> tuple[dict, list[str]]:
     """(parse's message, how the stream fed ``texts`` one by one differs from it)."""
     whole = "".join(texts)
     message = module.parse(whole, tools=tools, enable_thinking=enable_thinking)
@@ -134,8 +138,6 @@ class VllmPath:
     """The vLLM plugin of each format, loaded once per format in one folder."""
 
     def __init__(self, loaded: Loaded):
-        from vllm.tool_parsers import ToolParserManager  # noqa: F401 (vLLM's import order)
-
         self.loaded = loaded
         self.folder = Path(tempfile.mkdtemp(prefix="chatfmt-live-vllm-"))
         self.classes: dict[str, Any] = {}
@@ -154,7 +156,9 @@ class VllmPath:
             ToolParserManager.import_tool_parser(str(path))
             ReasoningParserManager.import_reasoning_parser(str(path))
             self.classes[slug] = ParserManager.get_parser(
-                tool_parser_name=name, reasoning_parser_name=name, enable_auto_tools=True
+                tool_parser_name=name,
+                reasoning_parser_name=name,
+                enable_auto_tools=True,
             )
         return self.classes[slug]
 
@@ -178,7 +182,9 @@ class VllmPath:
         end-of-sequence token last where ``ended``; ``finished``: the output ended
         (at that token or at one of the ``stop`` strings, which vLLM's detokenizer
         cuts off the text), else the token cap cut it."""
-        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        from vllm.entrypoints.openai.chat_completion.protocol import (
+            ChatCompletionRequest,
+        )
         from vllm.entrypoints.openai.chat_completion.stream_processor import (
             ChatStreamProcessor,
         )
@@ -196,7 +202,9 @@ class VllmPath:
         parser = cls(tokenizer, request.tools, chat_template_kwargs=template_kwargs)
         request = parser.adjust_request(request)
         detokenizer = self._detokenizer(prompt_ids, request.skip_special_tokens, stop)
-        processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=cls)
+        processor = ChatStreamProcessor(
+            request, parser, enable_auto_tools=True, parser_cls=cls
+        )
         deltas = []
         for at, token in enumerate(output_ids):
             last = at == len(output_ids) - 1
@@ -217,7 +225,8 @@ class VllmPath:
             if not call["id"]:
                 found.append("a streamed call without an id")
         found += [
-            "streamed: " + line for line in differences(streamed, want, exact_arguments=False)
+            "streamed: " + line
+            for line in differences(streamed, want, exact_arguments=False)
         ]
         text = detokenizer.get_next_output_text(True, delta=False)
         reasoning, content, calls = cls(
@@ -232,17 +241,23 @@ class VllmPath:
             ],
             "problems": [],
         }
-        found += ["whole: " + line for line in differences(whole, want, exact_arguments=False)]
+        found += [
+            "whole: " + line for line in differences(whole, want, exact_arguments=False)
+        ]
         return found
 
-    def _detokenizer(self, prompt_ids: list[int], skip_special_tokens: bool, stop: list[str]):
+    def _detokenizer(
+        self, prompt_ids: list[int], skip_special_tokens: bool, stop: list[str]
+    ):
         """vLLM's engine detokenizer for one request."""
         from vllm.sampling_params import SamplingParams
         from vllm.v1.engine import EngineCoreRequest
         from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 
         params = SamplingParams(
-            max_tokens=1 << 20, skip_special_tokens=skip_special_tokens, stop=list(stop) or None
+            max_tokens=1 << 20,
+            skip_special_tokens=skip_special_tokens,
+            stop=list(stop) or None,
         )
         request = EngineCoreRequest(
             request_id="live",

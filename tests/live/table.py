@@ -11,11 +11,52 @@ import json
 import subprocess
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.live.corpus import CAUSES, Row
-
 ROOT = Path(__file__).resolve().parents[2]
+
+# Classes of failure, in the order a row reports them (the first found is the row's
+# cause): the build's, the grammar's, an export's, the parser's, the stream's, the
+# plugin's, then the model's own.
+CAUSES = {
+    "missing-export": "the module has no such export (MISSING_EXPORTS)",
+    "refused": "a grammar refuses a consumer (does not compile) or the prefilled trigger",
+    "dead-end": "the grammar allows no token, or only end-of-sequence while not accepting",
+    "schema": "the grammar admitted a call its schema or tools refuse",
+    "stopped": "the grammar admitted an end-of-turn string (STOP) inside the call",
+    "parse": "the grammar accepted an output parse does not read as one call",
+    "marker": "a marker left in the content",
+    "export": "another export refuses a token the decoding grammar took, or ends otherwise",
+    "stream": "StreamParser fed the token pieces differs from parse",
+    "vllm": "the vLLM plugin's reading differs from parse",
+    "token-cap": "the model's own failure: the call not finished within the token cap",
+    "error": "the harness failed (a bug here, not in the format)",
+}
+
+
+@dataclass
+class Row:
+    slug: str
+    setting: str  # which decode: "default", or the full matrix's export/choice
+    cause: str | None = None  # None: passed
+    detail: str = ""
+    notes: list[str] = field(default_factory=list)  # every failure found
+    tokens: int = 0  # tokens the model chose
+    seconds: float = 0.0
+    fallback: bool = (
+        False  # the format reads our fallback calls (its template has none)
+    )
+    call: str = ""  # the call read, name(arguments)
+    output: str = ""  # the output's text, the prefill included
+
+    def fail(self, cause: str, detail: str) -> None:
+        assert cause in CAUSES, cause
+        self.notes.append(f"{cause}: {detail}")
+        if self.cause is None or list(CAUSES).index(cause) < list(CAUSES).index(
+            self.cause
+        ):
+            self.cause, self.detail = cause, detail
 
 
 def _commit() -> str:
@@ -48,7 +89,13 @@ def failing_formats(rows: list[Row]) -> dict[str, Row]:
 
 
 def write(
-    path: Path, rows: list[Row], own: list[str], answers: list[str], loaded, args, minutes: float
+    path: Path,
+    rows: list[Row],
+    own: list[str],
+    answers: list[str],
+    loaded,
+    args,
+    minutes: float,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     formats = sorted({row.slug for row in rows})
@@ -89,12 +136,23 @@ def write(
         lines += ["", "## By cause", ""]
         for cause in CAUSES:
             if cause in by_cause:
-                lines.append(f"- **{cause}** ({CAUSES[cause]}): {', '.join(by_cause[cause])}")
+                lines.append(
+                    f"- **{cause}** ({CAUSES[cause]}): {', '.join(by_cause[cause])}"
+                )
         lines += ["", "## Every failure found", ""]
         for row in rows:
             if row.cause is not None:
                 lines.append(f"### {row.slug} ({row.setting})")
-                lines += ["", "```", *row.notes, "", "the output:", row.output, "```", ""]
+                lines += [
+                    "",
+                    "```",
+                    *row.notes,
+                    "",
+                    "the output:",
+                    row.output,
+                    "```",
+                    "",
+                ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     data = {
         "commit": _commit(),
@@ -119,10 +177,14 @@ def write(
             for row in rows
         ],
     }
-    path.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    path.with_suffix(".json").write_text(
+        json.dumps(data, indent=1) + "\n", encoding="utf-8"
+    )
 
 
-def summary(rows: list[Row], own: list[str], allowed: float, minutes: float) -> tuple[bool, str]:
+def summary(
+    rows: list[Row], own: list[str], allowed: float, minutes: float
+) -> tuple[bool, str]:
     """(whether the run passes, its one line)."""
     formats = sorted({row.slug for row in rows})
     failing = failing_formats(rows)
@@ -131,7 +193,9 @@ def summary(rows: list[Row], own: list[str], allowed: float, minutes: float) -> 
         counts[row.cause or ""] += 1
     limit = int(allowed * len(formats))
     ok = not own and len(failing) <= limit
-    causes = ", ".join(f"{cause} {counts[cause]}" for cause in CAUSES if counts.get(cause))
+    causes = ", ".join(
+        f"{cause} {counts[cause]}" for cause in CAUSES if counts.get(cause)
+    )
     line = (
         f"{'PASS' if ok else 'FAIL'}: {len(formats) - len(failing)}/{len(formats)} formats pass"
         f" ({len(failing)} failing, at most {limit} allowed{': ' + causes if causes else ''});"
