@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             rows += corpus.run_matrix(slug, context)
         failed = sum(row.cause is not None for row in rows)
         bar.set_postfix_str(f"{slug} ({failed} failed)")
+        # The table so far, so that a run cut short still leaves one.
+        minutes = (time.monotonic() - started) / 60
+        table.write(args.table, rows, own_failures, answers, loaded, args, minutes)
     bar.close()
 
     minutes = (time.monotonic() - started) / 60
