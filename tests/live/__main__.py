@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         "--formats", nargs="+", metavar="SLUG", help="these corpus formats only"
     )
     parser.add_argument("--full", action="store_true", help="the full matrix too")
-    parser.add_argument("--cap", type=int, default=160, help="new tokens per decode")
+    parser.add_argument("--cap", type=int, default=128, help="new tokens per decode")
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     parser.add_argument(
         "--no-vllm", action="store_true", help="skip the vLLM plugin's path"
