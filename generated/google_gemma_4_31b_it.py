@@ -602,6 +602,7 @@ _STRUCTURAL_TAG: dict = {
             "string_open": '<|"|>',
             "string_close": '<|"|>',
             "python": False,
+            "json_containers": False,
             "own": {
                 "null": "None",
                 "true": "true",

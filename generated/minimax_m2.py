@@ -408,6 +408,7 @@ _STRUCTURAL_TAG: dict = {
             "string_open": "",
             "string_close": "",
             "python": False,
+            "json_containers": False,
             "own": None,
             "elements": False,
             "key_escapes": [],

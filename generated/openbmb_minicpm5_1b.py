@@ -487,6 +487,7 @@ _STRUCTURAL_TAG: dict = {
             "string_open": "",
             "string_close": "",
             "python": True,
+            "json_containers": False,
             "own": None,
             "elements": False,
             "key_escapes": [],

@@ -431,6 +431,7 @@ _STRUCTURAL_TAG: dict = {
             "string_open": "",
             "string_close": "",
             "python": True,
+            "json_containers": True,
             "own": None,
             "elements": False,
             "key_escapes": [],
@@ -490,6 +491,7 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
+    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }

@@ -318,6 +318,33 @@ def test_round_trip_text_is_accepted(slug, kind):
     assert accepted, f"{case.text!r}: {why_rejected(grammar, case.text)}"
 
 
+def json_container_slugs() -> list[str]:
+    """The formats whose key/value units write objects and arrays as JSON (its
+    ``literal``, or ``containers`` where the literal is Python)."""
+    found = []
+    for slug in rt.slugs():
+        arguments = rt.load_spec(slug)["tools"].get("arguments") or {}
+        forms = (arguments.get("literal"), arguments.get("containers"))
+        if arguments.get("encoding") == "tagged" and "json" in forms:
+            found.append(slug)
+    return found
+
+
+OPTIONS = json.dumps(rt.TRICKY_ARGUMENTS["options"], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("slug", json_container_slugs())
+def test_an_object_argument_takes_json_not_text(slug):
+    """An object-typed argument is held to its schema, as JSON: text there (tags a
+    live model wrote into Qwen3-Coder's object argument) is refused."""
+    case = _case(slug, KINDS["tool_call_tricky_arguments"])
+    if case is None or OPTIONS not in case.text:
+        pytest.skip("no tricky-arguments text with the options object as JSON")
+    grammar = _grammar(slug, case)
+    assert accepts(grammar, case.text, slug)
+    assert not accepts(grammar, case.text.replace(OPTIONS, "<timeout>30</timeout>"), slug)
+
+
 # ---------------------------------------------------------------------------
 # corruptions are rejected
 

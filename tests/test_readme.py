@@ -79,17 +79,17 @@ def is_server_start(command: str) -> bool:
     )
 
 
-def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _run(argv: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("PYTHONPATH", None)
     return subprocess.run(
         argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=300, check=False,
+        timeout=timeout, check=False,
     )
 
 
-def _shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    return _run(["bash", "-o", "pipefail", "-c", command], cwd)
+def _shell(command: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return _run(["bash", "-o", "pipefail", "-c", command], cwd, timeout)
 
 
 def _outputs(command: str) -> list[str]:
@@ -121,15 +121,18 @@ def _as_in_docstring(command: str, plugins: list[str]) -> tuple[list[str], str |
     return ["THIS_FILE" if word == plugin else word for word in words], plugin
 
 
-def run_quick_start(markdown: str, first_line: int, workspace: Path) -> list[str]:
-    """Run the blocks in order; return what went wrong, each naming its README line."""
+def run_quick_start(
+    markdown: str, first_line: int, workspace: Path, timeout: int = 300
+) -> list[str]:
+    """Run the blocks in order; return what went wrong, each naming its README line.
+    ``timeout``: seconds for each block or command (the live example loads a model)."""
     problems: list[str] = []
     blocks = fenced_blocks(markdown, first_line)
     plugins: list[str] = []
     for index, block in enumerate(blocks):
         where = f"README.md:{block.line}"
         if block.lang == "python":
-            done = _run([sys.executable, "-c", block.text], workspace)
+            done = _run([sys.executable, "-c", block.text], workspace, timeout)
             if done.returncode != 0:
                 problems.append(f"{where}: the block fails:\n{done.stderr}")
                 continue
@@ -140,13 +143,13 @@ def run_quick_start(markdown: str, first_line: int, workspace: Path) -> list[str
                     f"{after.line} shows:\n{after.text}"
                 )
         elif block.lang == "console":
-            problems += _run_console(block, workspace)
+            problems += _run_console(block, workspace, timeout)
         elif block.lang == "sh":
             for command in commands(block.text):
                 if is_server_start(command):
                     problems += _check_server_start(command, plugins, workspace, where)
                     continue
-                done = _shell(command, workspace)
+                done = _shell(command, workspace, timeout)
                 if done.returncode != 0:
                     problems.append(f"{where}: `{command}` fails:\n{done.stderr}")
                 for output in _outputs(command):
@@ -159,12 +162,12 @@ def run_quick_start(markdown: str, first_line: int, workspace: Path) -> list[str
     return problems
 
 
-def _run_console(block: Block, workspace: Path) -> list[str]:
+def _run_console(block: Block, workspace: Path, timeout: int = 300) -> list[str]:
     problems, command, shown = [], None, []
     for line in [*block.text.splitlines(), "$ "]:
         if line.startswith("$ "):
             if command:
-                done = _shell(command, workspace)
+                done = _shell(command, workspace, timeout)
                 printed = done.stdout.rstrip("\n").splitlines()
                 if done.returncode != 0 or printed != shown:
                     problems.append(

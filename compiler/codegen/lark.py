@@ -397,9 +397,10 @@ class _Lark:
             self.out["unit-text"] = f"%%RULE%%[lazy]: /{head}{ANY}{suffix}/\n"
             self.out["unit-string"] = self.out["unit-text"]
             self.out["unit-scalar"] = f"%%RULE%%: /{head}{WS}(?:%%VALUE%%){WS}{suffix}/\n"
-            if arguments.elements is None and literal == "json":
-                # Objects and arrays written as JSON (where Python literals may be
-                # written, any value is read, as text).
+            if arguments.elements is None and "json" in (literal, arguments.containers):
+                # Objects and arrays written as JSON, held to their schema (where the
+                # template writes them as Python literals, or the analysis could not
+                # tell, any value is read, as text).
                 self.out["unit-json"] = f"%%RULE%%: /{head}/ %%JSON%% /{WS}{suffix}/\n"
             self.out["enum"] = "%%TEXT%%"
             return

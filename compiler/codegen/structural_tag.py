@@ -246,6 +246,8 @@ def _arguments(calls: Calls) -> dict | None:
         "string_open": arguments.string_open,
         "string_close": arguments.string_close,
         "python": arguments.literal == "python",
+        # Where it is, whether lists and objects are JSON all the same (tojson).
+        "json_containers": arguments.containers == "json",
         "own": own,
         "elements": arguments.elements is not None,
         "key_escapes": [list(pair) for pair in arguments.key_escapes],

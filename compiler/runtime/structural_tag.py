@@ -380,7 +380,8 @@ def _value(units, schema, root):
         words = {"boolean": ["True", "False"], "null": ["None"]}
         kinds = types if isinstance(types, list) else [types]
         extra = [_const(w) for kind in kinds for w in words.get(kind, ())]
-        if any(kind in ("object", "array") for kind in kinds) or schema.get("anyOf"):
-            return anything
+        containers = any(kind in ("object", "array") for kind in kinds)
+        if schema.get("anyOf") or (containers and not units.get("json_containers")):
+            return anything  # a Python literal (or JSON) the schema cannot type
         return _one_of([found] + extra)
     return found

@@ -30,6 +30,7 @@ import pytest
 from tests import roundtrip as rt
 from tests.fallback_outputs import TOOLS as FALLBACK_TOOLS
 from tests.fallback_outputs import broken, fallback_slugs, format_of, outputs
+from tests.test_lark import OPTIONS, json_container_slugs
 from tests.test_roundtrip import KNOWN_FAILURES
 
 xgr = pytest.importorskip("xgrammar")
@@ -109,6 +110,18 @@ def test_accepts_every_round_trip_text(slug):
     if not checked:
         pytest.skip("no well-formed round-trip text")
     assert not missed, missed
+
+
+@pytest.mark.parametrize("slug", json_container_slugs())
+def test_an_object_argument_takes_json_not_text(slug):
+    """As tests/test_lark.py's: an object-typed argument of a format that writes
+    objects as JSON is held to its schema; text there is refused."""
+    case = _case(slug, "tool_call_tricky_arguments")
+    if case is None or OPTIONS not in case.text:
+        pytest.skip("no tricky-arguments text with the options object as JSON")
+    tag = _tag(slug, case.tools, enable_thinking=case.kind.enable_thinking)
+    assert accepts(tag, case.text)
+    assert not accepts(tag, case.text.replace(OPTIONS, "<timeout>30</timeout>"))
 
 
 # --- rejection ------------------------------------------------------------------------
