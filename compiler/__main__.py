@@ -404,6 +404,8 @@ def _explain(args) -> int:
 
 
 def _parse(args) -> int:
+    if args.generated is not None and not os.path.isdir(args.generated):
+        raise UsageError(f"--generated {args.generated}: no such directory")
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)
     # Overrides are checked as the build checks them, and one added since the last
