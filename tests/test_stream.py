@@ -31,12 +31,12 @@ def merge(deltas: list[dict], abandoned=()) -> dict:
     """The message a client builds from the deltas, the calls the stream abandoned
     left out (DESIGN: a server drops them)."""
     message: dict[str, Any] = {
-        "role": "assistant", "content": "", "reasoning_content": None, "tool_calls": []
+        "role": "assistant", "content": None, "reasoning_content": None, "tool_calls": []
     }
     calls: dict[int, dict] = {}
     for delta in deltas:
         if "content" in delta:
-            message["content"] += delta["content"]
+            message["content"] = (message["content"] or "") + delta["content"]
         if "reasoning_content" in delta:
             message["reasoning_content"] = (message["reasoning_content"] or "") + delta[
                 "reasoning_content"
@@ -60,6 +60,7 @@ def merge(deltas: list[dict], abandoned=()) -> dict:
         with pytest.raises(ValueError):
             json.loads(arguments)  # an abandoned call never reads as a valid one
     message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    message["content"] = message["content"] or None  # no content text: OpenAI's null
     return message
 
 
