@@ -114,7 +114,7 @@ TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type":
 def test_mistral_small_reads_calls_with_or_without_the_id(text):
     message = _read("mistral_small_3_2_24b_instruct_2506", text, tools=TOOLS, enable_thinking=False)
     assert _calls(message) == [("add", {"a": 1})] * text.count("[TOOL_CALLS]")
-    assert message["content"] == ("Sure." if text.startswith("Sure") else "")
+    assert message["content"] == ("Sure." if text.startswith("Sure") else None)
 
 
 @pytest.mark.parametrize("slug", ["unsloth_mistral_devstral_small_2507", "mistralai_ministral_3_14b_reasoning_2512"])
@@ -142,7 +142,7 @@ def test_a_name_the_alternatives_do_not_end_is_no_call():
 def test_gpt_oss_reads_the_headers_the_model_writes(text):
     message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
     assert _calls(message) == [("add", {"a": 1})]
-    assert message["reasoning_content"] == "Check." and message["content"] == ""
+    assert message["reasoning_content"] == "Check." and message["content"] is None
 
 
 @pytest.mark.parametrize("slug", ["google_gemma_4_31b_it", "google_gemma_4_31b_it_interleaved"])
@@ -305,7 +305,7 @@ _LLAMAS = ["meta_llama_llama_3_1_8b_instruct", "meta_llama_llama_3_2_3b_instruct
 def test_llama_reads_the_python_tag_and_arguments_for_parameters(slug, text):
     message = _read(slug, text)
     assert _calls(message) == [("add", {"a": 1})] * text.count('"name"')
-    assert message["content"] == ""
+    assert message["content"] is None
 
 
 @pytest.mark.parametrize("slug", _LLAMAS)
@@ -542,4 +542,4 @@ def test_stepfun_reads_a_call_without_tool_call_before_it():
     for text in (call, "Sure.\n" + call, "Sure.\n" + call + "\n</tool_call>"):
         message = _read("stepfun3_5_flash", "</think>" + text, tools=TOOLS)
         assert _calls(message) == [("add", {"a": 1})], text
-        assert message["content"] == ("Sure." if text.startswith("Sure") else "")
+        assert message["content"] == ("Sure." if text.startswith("Sure") else None)

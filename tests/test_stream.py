@@ -153,7 +153,7 @@ def test_stream_is_incremental(slug, kind):
     longest = max(map(len, _markers(module.SPEC)), default=0)
     early, whole = merge(fed), merge(fed + finished)
     assert len(early["tool_calls"]) == len(whole["tool_calls"]), "a call sent only at finish()"
-    late = len(whole["content"]) - len(early["content"])
+    late = len(whole["content"] or "") - len(early["content"] or "")
     late += len(whole["reasoning_content"] or "") - len(early["reasoning_content"] or "")
     for before, after in zip(early["tool_calls"], whole["tool_calls"], strict=True):
         late += len(after["function"]["arguments"]) - len(before["function"]["arguments"])
@@ -326,7 +326,7 @@ def test_deep_nesting_never_raises(slug):
     whole = module.parse(text, tools=case.tools)
     fed, finished = stream(module, text, range(4096, len(text), 4096), tools=case.tools)
     for message in (whole, merge(fed + finished)):
-        kept = message["content"] + "".join(
+        kept = (message["content"] or "") + "".join(
             call["function"]["arguments"] for call in message["tool_calls"]
         )
         assert kept.count("[") >= depth

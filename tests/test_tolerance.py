@@ -307,7 +307,7 @@ def test_a_long_unclosed_reasoning_of_broken_calls(call):
     assert message["reasoning_content"].startswith("Let me look.\n" + opener)
     assert message["reasoning_content"].count(opener.strip()) == 400
     assert calls(message) == ([WEATHER] if call else [])
-    assert message["content"] == ""
+    assert message["content"] is None
 
 
 @pytest.mark.parametrize("between", ["", "\n\n", "Checking.\n"])
