@@ -389,6 +389,12 @@ def decode_relay(text, thinking):
     return reasoning, rest, calls
 
 
+def decode_voice(text, thinking):
+    rest, calls = _cut(r"\n?<\|act\|>(.*?)<\|/act\|>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
@@ -399,6 +405,7 @@ class Format:
     ids: bool = False  # writes the call ids
     result_ids: bool = False  # writes tool_call_id in tool results
     message_end: str = ""  # what ends a user's message, where it is not end_of_turn
+    user_text: bool = True  # False: a user's turn is written without its text
 
 
 FORMATS = {
@@ -428,6 +435,7 @@ FORMATS = {
     "relay_messages": Format(("<|done|>", "<|invoke|>"), decode_relay, reasoning=True,
                              message_end="<|stop|>"),
     "muse_invoke": Format("<|end-of-reply|>", decode_muse_invoke, reasoning=True),
+    "voice_listener": Format("<|hush|>", decode_voice, user_text=False),
 }
 
 
@@ -505,7 +513,11 @@ def test_prompt_has_system_tools_results_and_generation_prompt(path):
     prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
     generation = prompt[len(without):]
     assert prompt.startswith(without) and generation.strip(), "no generation prompt"
-    assert SYSTEM in without and USER + (fmt.message_end or fmt.end_of_turn) in without
+    assert SYSTEM in without
+    if fmt.user_text:
+        assert USER + (fmt.message_end or fmt.end_of_turn) in without
+    else:
+        assert USER not in without
     for tool in TOOLS:  # the definitions, not just the names
         for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
                 tool["function"]["name"]]):
