@@ -148,9 +148,10 @@ def analyze_source(
         if problem == _NO_USER_TEXT and _renders_assistant(template, source.tool_shape):
             userless.append(variant)
         if problem is None:
-            problem = _analysed(template, source, variant, variants, problems)
-            if isinstance(problem, Analyzed):
-                return problem
+            analyzed = _analysed(template, source, variant, variants, problems)
+            if isinstance(analyzed, Analyzed):
+                return analyzed
+            problem = analyzed
         problems.append(problem)
     # Only where no inputs show the user's text: an ASR or reranker template writes the
     # user's turn otherwise (audio, a fixed instruction), yet its assistant turns are all
