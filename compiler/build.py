@@ -132,9 +132,9 @@ def analyze_source(
     Where none does, the error is the one the source's own inputs give (its file and
     line), naming the inputs also tried: a template that renders and never shows the
     user's message (prose, say) is no chat template, unless it shows an assistant's
-    answer (an ASR or reranker template): that one is built, with a warning. A limit (time, size, memory) stops
-    at once. ``time_budget``: seconds for all the template's renders, every variant's
-    together.
+    answer (an ASR or reranker template): that one is built, with a warning. A limit
+    (time, size, memory) stops at once. ``time_budget``: seconds for all the template's
+    renders, every variant's together.
     """
     if not source.source.strip():
         raise BuildError(f"{source.path}: the template is empty: there is nothing to analyse")

@@ -61,6 +61,10 @@ def test_a_template_without_user_text_reads_assistant_turns(compiled, monkeypatc
     has in its assistant's turns: read whole, cut anywhere, and round-tripped."""
     out, _ = compiled
     parser = _parsers(out)["voice_listener"]
+    # It prints a list of typed blocks given as content: with no user text to find the
+    # turn by, that is still no reasoning field.
+    assert parser.SPEC["capabilities"]["reasoning_field"] is None
+    assert parser.SPEC["reasoning"]["mode"] == "none"
     text = 'Let me check.\n<|act|>{"name": "get_weather", "arguments": {"city": "Oslo"}}<|/act|><|hush|>'
     message = parser.parse(text)
     assert message["content"] == "Let me check."
