@@ -246,7 +246,7 @@ def test_text_without_the_delimiter_is_content_as_the_history_writes_it():
         ("Take a coat.", None, "Take a coat.", 0),
         ("Cold there.\n[[ANSWER]]\nTake a coat.", "Cold there.", "Take a coat.", 0),
         ("Let me check." + call, None, "Let me check.", 1),
-        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", "", 1),
+        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", None, 1),
         ("Take a coat.[[/turn]]", None, "Take a coat.", 0),
     ]
     for text, reasoning, content, calls in cases:

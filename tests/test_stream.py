@@ -265,7 +265,7 @@ def _base_texts(slug: str) -> tuple[str, ...]:
 
 def _sent(message: dict) -> str:
     """The letters and digits a message carries, wherever they are in it."""
-    text = message["content"] + (message["reasoning_content"] or "")
+    text = (message["content"] or "") + (message["reasoning_content"] or "")
     for call in message["tool_calls"]:
         function = call["function"]
         text += " ".join(["", function["name"] or "", function["arguments"], call["id"] or ""])
