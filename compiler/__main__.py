@@ -497,6 +497,8 @@ def _explain(args) -> int:
 
 
 def _parse(args) -> int:
+    if args.generated is not None and not os.path.isdir(args.generated):
+        raise UsageError(f"--generated {args.generated}: no such directory")
     _folders(args, "--generated")
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)

@@ -340,6 +340,8 @@ def find_reasoning_field(talk: Conversation, call: dict | None = None) -> str | 
 
 def printed_blocks(render: str) -> bool:
     """Whether the turn after our user message shows typed blocks printed as text
-    (tool definitions before it may name types of their own)."""
-    turn = render[render.rfind(samples.USER) :]
+    (tool definitions before it may name types of their own). A template that shows no
+    user text is read whole: a type a definition names counts, so it errs towards
+    no typed block."""
+    turn = render[max(render.rfind(samples.USER), 0) :]
     return "'type'" in turn or '"type"' in turn

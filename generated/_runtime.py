@@ -3561,7 +3561,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         content = "".join(parts)
     return {
         "role": "assistant",
-        "content": content,
+        "content": content or None,  # OpenAI's null where there is none
         "reasoning_content": reasoning,
         "tool_calls": tool_calls,
     }

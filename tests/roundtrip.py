@@ -622,9 +622,12 @@ def _differs(case: Case, parsed: dict) -> str | None:
     if calls:
         reasons.append(calls)
     content = parsed.get("content")
-    if not isinstance(content, str):
-        reasons.append("content is not a string")
-    elif content.strip() != case.kind.content.strip():
+    if content is not None and not isinstance(content, str):
+        reasons.append("content is neither a string nor None")
+    elif content == "":
+        reasons.append("content is '' (None where there is none)")
+    elif (content or "").strip() != case.kind.content.strip():
+        # None is the empty original's reading, whether it was written "" or None
         reasons.append("content differs")
     reasoning = parsed.get("reasoning_content")
     if reasoning is not None and not isinstance(reasoning, str):
@@ -655,8 +658,10 @@ def _rerender(case: Case, parsed: dict) -> str | None:
     except (KeyError, TypeError, ValueError):
         return None
     content = parsed.get("content")
-    if content == "" and case.message.get("content") is None:
-        content = None  # the case was rendered with None: so is its reading
+    if content == "":
+        return None  # not the message's shape, whatever it renders to
+    if content is None and case.message.get("content") is not None:
+        content = ""  # none, rendered as make_case writes none: "" unless it took None
     reasoning = parsed.get("reasoning_content")
     if spec["capabilities"]["reasoning_field"] is None:
         reasoning = None  # no way to give it back: render what the template can take

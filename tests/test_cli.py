@@ -555,8 +555,8 @@ def test_parse_follows_the_thinking_setting(tree, capsys, monkeypatch):
     # Nemotron's prompt leaves <think> open, so plain text is reasoning, unless the
     # reviewed spec says that thinking off closes it.
     for argv, expected in (
-        ((), {"content": "", "reasoning_content": "The answer is 42."}),
-        (("--no-thinking",), {"content": "", "reasoning_content": "The answer is 42."}),
+        ((), {"content": None, "reasoning_content": "The answer is 42."}),
+        (("--no-thinking",), {"content": None, "reasoning_content": "The answer is 42."}),
     ):
         monkeypatch.setattr(sys, "stdin", io.StringIO("The answer is 42.\n<SPECIAL_12>\n"))
         code, out, _ = run(capsys, "parse", NEMOTRON_SPEC, *argv)
@@ -721,9 +721,17 @@ def test_parse_compiles_the_spec_when_the_built_module_will_not_do(tree, capsys,
     write(QWEN_PARSER, read(QWEN_PARSER) + "\n)\n")
     generated.clear()
     assert parsed(capsys, monkeypatch, text, QWEN_SPEC)[0]["reasoning_content"] == "hm"
-    for argv in ((QWEN_SPEC, "--generated", "nowhere"), (shutil.copy(QWEN_SPEC, "."),)):
+    os.mkdir("empty")
+    for argv in ((QWEN_SPEC, "--generated", "empty"), (shutil.copy(QWEN_SPEC, "."),)):
         assert parsed(capsys, monkeypatch, text, *argv)[0]["reasoning_content"] == "hm"
     assert len(generated) == 3
+
+
+def test_parse_refuses_a_generated_folder_that_does_not_exist(tree, capsys, monkeypatch):
+    """A mistyped --generated is the caller's mistake: said, not compiled around."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hi<|im_end|>"))
+    code, out, err = run(capsys, "parse", QWEN_SPEC, "--generated", "nowhere")
+    assert (code, out, err) == (2, "", "error: --generated nowhere: no such directory\n")
 
 
 def test_parse_of_a_committed_spec_answers_in_under_a_second():

@@ -57,7 +57,7 @@ def calls(message: dict) -> list:
     ]
 
 
-def expect(message: dict, content: str = "", reasoning=None, called=()) -> None:
+def expect(message: dict, content: str | None = None, reasoning=None, called=()) -> None:
     assert message["content"] == content
     assert message["reasoning_content"] == reasoning
     assert calls(message) == list(called)
@@ -279,7 +279,7 @@ def test_cohere2moe_knows_the_end_of_its_content_turn():
             "Hello.\n\nsome text\n\nBye.",
             [WEATHER, TIME],
         ),
-        (HERMES, HERMES_W + "\n<|im_end|>\n" + HERMES_T, "", [WEATHER, TIME]),
+        (HERMES, HERMES_W + "\n<|im_end|>\n" + HERMES_T, None, [WEATHER, TIME]),
         (CODER, CODER_W + "\nNow the time.\n" + CODER_T + "<|im_end|>", "Now the time.", [WEATHER, TIME]),
         # a broken block between two good ones is content
         (
@@ -319,11 +319,11 @@ def test_text_before_and_after_calls_joins_as_written(text, content):
 @pytest.mark.parametrize(
     "slug,text,content,called",
     [
-        (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON), "", [WEATHER, TIME]),
+        (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON), None, [WEATHER, TIME]),
         # cut inside the second call: the first stands, the rest is content
         (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON[:-4]), ", " + T_JSON[:-4], [WEATHER]),
-        (R7B, "<|START_ACTION|>[\n    " + R_JSON, "", [WEATHER]),
-        (V31, V31_BLOCK[: -len("<｜tool▁calls▁end｜>")], "", [WEATHER]),
+        (R7B, "<|START_ACTION|>[\n    " + R_JSON, None, [WEATHER]),
+        (V31, V31_BLOCK[: -len("<｜tool▁calls▁end｜>")], None, [WEATHER]),
     ],
 )
 def test_a_missing_section_closer(slug, text, content, called):

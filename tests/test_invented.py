@@ -40,11 +40,43 @@ def _parsers(out):
     return parsers
 
 
+# Templates that write a user's turn without its text: built with a warning saying so.
+USERLESS = ("voice_listener",)
+
+
 def test_invented_templates_compile_without_review(compiled):
     out, report = compiled
     assert report.templates >= 10
     assert report.failures == []
-    assert report.warnings == []
+    assert report.warnings == [
+        f"{os.path.join(INVENTED, name)}.jinja: renders no user text (the user's message "
+        "never shows in its prompt), but renders the assistant's turn, which is what a "
+        "parser reads: built from that; check it is a chat template"
+        for name in USERLESS
+    ]
+
+
+def test_a_template_without_user_text_reads_assistant_turns(compiled, monkeypatch):
+    """An ASR-like template (its user's turn is audio) has the format any chat template
+    has in its assistant's turns: read whole, cut anywhere, and round-tripped."""
+    out, _ = compiled
+    parser = _parsers(out)["voice_listener"]
+    # It prints a list of typed blocks given as content: with no user text to find the
+    # turn by, that is still no reasoning field.
+    assert parser.SPEC["capabilities"]["reasoning_field"] is None
+    assert parser.SPEC["reasoning"]["mode"] == "none"
+    text = 'Let me check.\n<|act|>{"name": "get_weather", "arguments": {"city": "Oslo"}}<|/act|><|hush|>'
+    message = parser.parse(text)
+    assert message["content"] == "Let me check."
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in message["tool_calls"]] == [("get_weather", {"city": "Oslo"})]  # fmt: skip
+    assert parser.parse("It is sunny.<|hush|>")["content"] == "It is sunny."
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    cases = [case for kind in rt.ALL_KINDS if (case := rt.build_case("voice_listener", kind))]
+    assert len(cases) >= 6
+    for case in cases:
+        passed, why = rt.check(case, parser.parse)
+        assert passed, why
 
 
 def test_invented_templates_round_trip(compiled, monkeypatch):
@@ -168,7 +200,7 @@ def test_turn_break_without_calls_after_it_is_content(compiled):
         ("Hi." + brk + "\nmore", "Hi." + brk + "\nmore"),
         ("Hi." + brk + "\nmore" + call, "Hi." + brk + "\nmore"),
         ("Hi.\n" + brk + "\n" + call, "Hi."),
-        (brk + call, ""),
+        (brk + call, None),
     ]:
         message = parser.parse(text)
         assert message["content"] == content, text
@@ -189,7 +221,7 @@ def test_section_opener_before_content_is_no_content(compiled):
     call = '<do name="get_weather">{"city": "Oslo"}</do>\n'
     for text, content, calls in [
         (opener + "\nJust a note.", "Just a note.", 0),
-        (opener + "\n" + call + "</actions>", "", 1),
+        (opener + "\n" + call + "</actions>", None, 1),
         ("\n" + opener + "\nNote.\n" + call + call + "</actions>", "Note.", 2),
         ("Note first.\n" + call, "Note first.", 1),
     ]:
@@ -293,7 +325,7 @@ def test_a_thinking_switch_of_another_name_reads_reasoning(compiled):
     call = '<tool_request>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_request>'
     for text, reasoning, content in [
         ("<musing>\nIt may rain.\n</musing>\nTake an umbrella.<|close|>", "It may rain.", "Take an umbrella."),
-        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", ""),
+        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", None),
         ("Take an umbrella.", None, "Take an umbrella."),
     ]:
         for thinking in (True, False):
@@ -319,7 +351,7 @@ def test_an_answer_label_written_only_with_tools_is_no_content(compiled):
         ("答复：It is sunny.<|reply_end|>", "It is sunny."),
         ("It is sunny.", "It is sunny."),
         ("答复：Let me check." + call, "Let me check."),
-        (call, ""),
+        (call, None),
         ("Say 答复： first.", "Say 答复： first."),
     ]:
         message = parser.parse(text)
@@ -400,10 +432,10 @@ def test_relay_messages_reads_a_turn_of_several_messages(compiled):
 
     think = "<|lane|>scratch<|body|>Plan.<|stop|><|m|>bot"
     for module, text, reasoning, content, calls in [
-        (parser, call("get_weather", "Oslo", order=True), None, "", ["Oslo"]),
-        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", "", ["Oslo"]),
+        (parser, call("get_weather", "Oslo", order=True), None, None, ["Oslo"]),
+        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", None, ["Oslo"]),
         (parser, call("get_weather", "Oslo") + "<|m|>bot" + call("get_weather", "Rome", order=True),
-         None, "", ["Oslo", "Rome"]),
+         None, None, ["Oslo", "Rome"]),
         (parser, call("get_weather", "Oslo") + "<|m|>bot<|lane|>reply<|body|>Sunny.<|done|>",
          None, "Sunny.", ["Oslo"]),
         (parser, "<|lane|>reply<|body|>One.<|stop|><|m|>bot<|lane|>reply<|body|>Two.<|done|>",

@@ -70,7 +70,7 @@ def test_reasoning_before_calls_is_not_content():
     text = '<|channel>thought\nNeed the weather.\n<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
     message = parse(text)
     assert message["reasoning_content"] == "Need the weather."
-    assert message["content"] == ""
+    assert message["content"] is None
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
     # With thinking off the prompt wrote the empty block: the model writes content.
     assert parse("Sunny.", enable_thinking=False)["content"] == "Sunny."
@@ -178,7 +178,7 @@ def merged(module, text: str, **options) -> dict:
     """The stream's deltas for ``text`` fed a character at a time, merged."""
     stream = module["StreamParser"](**options)
     deltas = [d for ch in text for d in stream.feed(ch)] + stream.finish()
-    message: dict = {"content": "", "reasoning_content": None, "tool_calls": []}
+    message: dict = {"content": None, "reasoning_content": None, "tool_calls": []}
     for delta in deltas:
         for key in ("content", "reasoning_content"):
             if key in delta:
@@ -246,7 +246,7 @@ def test_text_without_the_delimiter_is_content_as_the_history_writes_it():
         ("Take a coat.", None, "Take a coat.", 0),
         ("Cold there.\n[[ANSWER]]\nTake a coat.", "Cold there.", "Take a coat.", 0),
         ("Let me check." + call, None, "Let me check.", 1),
-        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", "", 1),
+        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", None, 1),
         ("Take a coat.[[/turn]]", None, "Take a coat.", 0),
     ]
     for text, reasoning, content, calls in cases:

@@ -4,8 +4,8 @@ our own parser, with the pinned transformers (5.23.0, the test extra).
 On every round-trip text of every exported format (tests/roundtrip.py; the known
 failures of tests/test_roundtrip.py left out), transformers' ``parse_response`` and a
 ``ResponseParser`` fed 1, 5 and a seeded random number of characters at a time read
-the message ``parse`` reads: content and reasoning (surrounding whitespace aside,
-none equal to empty), and the calls in order, names equal, arguments equal as JSON
+the message ``parse`` reads: content (surrounding whitespace aside, None where there
+is none), reasoning (surrounding whitespace aside, none equal to empty), and the calls in order, names equal, arguments equal as JSON
 values. Both are given what a server has: transformers the prompt (``prefix``) and
 the tools, ``parse`` the thinking setting and the tools. The same with the end-of-turn
 marker a model writes last (one-shot), and on the invented templates' formats
@@ -70,7 +70,9 @@ def _message(parsed: dict) -> dict:
             arguments = json.loads(arguments)
         calls.append((function["name"], arguments))
     return {
-        "content": (parsed.get("content") or "").strip(),
+        # None where there is none, as OpenAI's message has it: transformers leaves the
+        # field out, parse gives None; an empty string in either is a difference
+        "content": None if parsed.get("content") is None else parsed["content"].strip(),
         "reasoning": (parsed.get("reasoning_content") or "").strip() or None,
         "calls": calls,
     }

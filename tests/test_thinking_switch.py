@@ -45,7 +45,7 @@ def test_the_analysis_renders_kimi_k3_with_its_own_switch():
     "text,content,calls",
     [
         ("It is sunny.<|close|>response<|sep|>", "It is sunny.", 0),
-        ("<|close|>response<|sep|>" + CALL, "", 1),
+        ("<|close|>response<|sep|>" + CALL, None, 1),
         ("Let me check.<|close|>response<|sep|>" + CALL, "Let me check.", 1),
         ("<|open|>response<|sep|>It is sunny.<|close|>response<|sep|>", "It is sunny.", 0),
     ],

@@ -307,7 +307,7 @@ def test_a_long_unclosed_reasoning_of_broken_calls(call):
     assert message["reasoning_content"].startswith("Let me look.\n" + opener)
     assert message["reasoning_content"].count(opener.strip()) == 400
     assert calls(message) == ([WEATHER] if call else [])
-    assert message["content"] == ""
+    assert message["content"] is None
 
 
 @pytest.mark.parametrize("between", ["", "\n\n", "Checking.\n"])
@@ -316,7 +316,7 @@ def test_calls_in_and_after_the_reasoning(invented, between):
     text = "<muse>Maybe" + call + " or not.</muse>\n" + between + call
     expect(
         read(invented["muse_keyval"], text),
-        content=between.strip(),
+        content=between.strip() or None,
         reasoning="Maybe" + call + " or not.",
         called=[WEATHER],
     )
@@ -401,8 +401,8 @@ MINICPM_W = '<function name="get_weather"><param name="city">Paris</param></func
     "text,content",
     [
         # vLLM's MiniCPM5 tests: the space between the tag name and 'name=' left out
-        (MINICPM_W.replace(" name=", "name="), ""),
-        (MINICPM_W.replace("<param name=", "<paramname="), ""),
+        (MINICPM_W.replace(" name=", "name="), None),
+        (MINICPM_W.replace("<param name=", "<paramname="), None),
         ("Sure.\n" + MINICPM_W.replace(" name=", "  \nname="), "Sure."),
     ],
 )

@@ -176,7 +176,7 @@ class FormatReasoningDetector(BaseReasoningFormatDetector):
     def detect_and_parse(self, text: str) -> ReasoningResult:
         message = fmt.parse(text, enable_thinking=self.enable_thinking)
         reasoning = message["reasoning_content"] or ""
-        normal = self._hand_on(text) if self.hands_on else message["content"]
+        normal = self._hand_on(text) if self.hands_on else message["content"] or ""
         if self._force_nonempty_content and not normal:
             normal, reasoning = reasoning, ""
         return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
@@ -218,13 +218,13 @@ class FormatToolDetector(BaseFormatDetector):
             return True
         message = fmt.parse(text)
         return bool(message["tool_calls"] or message["reasoning_content"]) or (
-            message["content"] != text
+            (message["content"] or "") != text
         )
 
     def detect_and_parse(self, text: str, tools) -> StreamingParseResult:
         text, thinking = self._taken_apart(text)
         message = fmt.parse(text, tools=_tool_dicts(tools), enable_thinking=thinking is not False)
-        content = message["content"]
+        content = message["content"] or ""  # SGLang's normal_text is a str
         if thinking is None and message["reasoning_content"]:
             # Nobody sent the reasoning: it stays in what the client reads.
             content = message["reasoning_content"] + (UNSEPARATED + content if content else "")

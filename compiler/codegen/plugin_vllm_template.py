@@ -264,7 +264,7 @@ class FormatReasoningParser(ReasoningParser):
             # The tool parser reads the whole output again for content and calls;
             # with no tool parser of this format, nothing is dropped either.
             return message["reasoning_content"], model_output
-        return message["reasoning_content"], message["content"] or None
+        return message["reasoning_content"], message["content"]
 
     def extract_reasoning_streaming(
         self,
@@ -369,7 +369,7 @@ class FormatToolParser(ToolParser):
                 )
             )
         return ExtractedToolCallInformation(
-            tools_called=bool(calls), tool_calls=calls, content=message["content"] or None
+            tools_called=bool(calls), tool_calls=calls, content=message["content"]
         )
 
     def extract_tool_calls_streaming(

@@ -161,7 +161,7 @@ def merge_deltas(deltas: list[dict]) -> dict:
             call["function"]["arguments"] += function.get("arguments") or ""
     return {
         "role": "assistant",
-        "content": "".join(content),
+        "content": "".join(content) or None,  # no content text: OpenAI's null
         "reasoning_content": reasoning,
         "tool_calls": [calls[index] for index in sorted(calls)],
     }

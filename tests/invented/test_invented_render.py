@@ -426,6 +426,12 @@ def decode_header_ended(text, thinking):
     return None, rest, calls
 
 
+def decode_voice(text, thinking):
+    rest, calls = _cut(r"\n?<\|act\|>(.*?)<\|/act\|>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
 def decode_closing_rules(text, thinking):
     rest, calls = _cut(r"\nACT (\[.*\])", text, lambda m: [
         (None, c["tool"], c["input"]) for c in json.loads(m[1])])
@@ -458,6 +464,7 @@ class Format:
     # generation prompt (Command R+'s closing system turn): the prompt is then no
     # beginning of the conversation with the assistant's turn.
     closing_turn: str = ""
+    user_text: bool = True  # False: a user's turn is written without its text
 
 
 FORMATS = {
@@ -492,6 +499,7 @@ FORMATS = {
     "header_ended": Format("", decode_header_ended),
     "closing_rules": Format("<|done|>", decode_closing_rules, closing_turn="<|turn|><|rules|>"),
     "mull_reply": Format("<|over|>", decode_mull_reply, reasoning=True),
+    "voice_listener": Format("<|hush|>", decode_voice, user_text=False),
 }
 
 
@@ -575,7 +583,11 @@ def test_prompt_has_system_tools_results_and_generation_prompt(path):
     prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
     generation = prompt[len(without):]
     assert prompt.startswith(without) and generation.strip(), "no generation prompt"
-    assert SYSTEM in without and USER + (fmt.message_end or fmt.end_of_turn) in without
+    assert SYSTEM in without
+    if fmt.user_text:
+        assert USER + (fmt.message_end or fmt.end_of_turn) in without
+    else:
+        assert USER not in without
     for tool in TOOLS:  # the definitions, not just the names
         for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
                 tool["function"]["name"]]):

@@ -209,7 +209,7 @@ def test_an_invented_template_is_analysed_and_served(env, capfd):
         got += [per_model.Server(case).stream(chunks) for chunks in pieces(text)]
         for sent in got:
             sent = {
-                "content": sent["content"],
+                "content": sent["content"] or None,  # SGLang's normal_text: "" for none
                 "reasoning": sent["reasoning"] or None,
                 "calls": [[n, json.dumps(a)] for n, a in sent["calls"]],
             }

@@ -106,7 +106,7 @@ def _expected(case) -> dict:
         case.text, tools=case.tools, enable_thinking=case.kind.enable_thinking
     )
     return {
-        "content": message["content"],
+        "content": message["content"] or "",  # SGLang's normal_text: "" where there is none
         "reasoning": message["reasoning_content"] or "",
         "calls": [
             (call["function"]["name"], json.loads(call["function"]["arguments"]))

@@ -165,7 +165,7 @@ def streamed(cls, case, request, chunks: list[str]) -> dict:
         for index in reader.parser.abandoned if reader is not None else ():
             calls.pop(index, None)
     return {
-        "content": "".join(content),
+        "content": "".join(content) or None,  # merged deltas with no content text: None
         "reasoning": "".join(reasoning) or None,
         "calls": [calls[index] for index in sorted(calls)],
     }
@@ -176,7 +176,7 @@ def expected(slug: str, case) -> dict:
         case.text, tools=case.tools, enable_thinking=case.kind.enable_thinking
     )
     return {
-        "content": message["content"] or "",
+        "content": message["content"],
         "reasoning": message["reasoning_content"] or None,
         "calls": [
             [call["function"]["name"], call["function"]["arguments"]]
@@ -207,7 +207,7 @@ def one_shot(cls, case, request) -> dict:
     for call in calls or ():
         assert call.id, "a call without an id"
     return {
-        "content": content or "",
+        "content": content,  # None where there is none, as vLLM returns it
         "reasoning": reasoning or None,
         "calls": [[call.name, call.arguments] for call in calls or ()],
     }
