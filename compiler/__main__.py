@@ -497,9 +497,9 @@ def _explain(args) -> int:
 
 
 def _parse(args) -> int:
+    _folders(args, "--generated")
     if args.generated is not None and not os.path.isdir(args.generated):
         raise UsageError(f"--generated {args.generated}: no such directory")
-    _folders(args, "--generated")
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)
     # Overrides are checked as the build checks them, and one added since the last
