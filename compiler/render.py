@@ -97,7 +97,20 @@ class TemplateRaised(RenderError):
 
 
 class RenderLimitExceeded(RenderError):
-    """The render ran past its time or output limit."""
+    """The render ran past one of the sandbox's bounds; ``bound`` says which, and the
+    message starts with it:
+
+    - ``"size"``: a value or the output would be larger than the sandbox allows
+      (refused before it is built);
+    - ``"memory"``: an allocation failed under the memory cap;
+    - ``"time"``: the render ran past its time limit, or the template's renders past
+      their time budget (wall-clock: see docs/reliability.md);
+    - ``"recursion"``: Python's recursion limit.
+    """
+
+    def __init__(self, path: str, line: int | None, message: str, bound: str = "size"):
+        self.bound = bound
+        super().__init__(path, line, message)
 
 
 class _Raised(Exception):
@@ -105,7 +118,11 @@ class _Raised(Exception):
 
 
 class _Limit(Exception):
-    pass
+    """A bound the render met; ``bound`` as in ``RenderLimitExceeded``."""
+
+    def __init__(self, message: str, bound: str = "size"):
+        super().__init__(message)
+        self.bound = bound
 
 
 class GenerationTag(Extension):
@@ -386,10 +403,10 @@ class _Budget:
     def check(self):
         deadline = getattr(self.local, "deadline", None)
         if deadline is not None and time.monotonic() > deadline:
-            raise _Limit(_TIME)
+            raise _Limit(_TIME, "time")
 
 
-_TIME = "time limit exceeded"
+_TIME = "time limit exceeded"  # the message of the "time" bound
 _budget = _Budget()
 
 
@@ -706,7 +723,7 @@ class ChatTemplate:
         if self.time_budget is not None:
             left = self.time_budget - self.spent
             if left <= 0:
-                raise RenderLimitExceeded(self.path, None, self._over_budget())
+                raise RenderLimitExceeded(self.path, None, self._over_budget(), "time")
             limit = min(limit, left)
         _budget.start(limit)
         alarm = _Alarm(limit * 2)
@@ -721,17 +738,19 @@ class ChatTemplate:
         except _Raised as error:
             raise TemplateRaised(self.path, self._line(error), str(error)) from None
         except _Limit as error:
-            message = str(error)
-            if message == _TIME and limit < self.time_limit:
-                message = self._over_budget()
-            raise RenderLimitExceeded(self.path, self._line(error), message) from None
+            message = f"size limit: {error}"
+            if error.bound == "time":
+                message = self._over_budget() if limit < self.time_limit else str(error)
+            line = self._line(error)
+            raise RenderLimitExceeded(self.path, line, message, error.bound) from None
         except RecursionError as error:
             line = self._line(error)
-            raise RenderLimitExceeded(self.path, line, "recursion too deep") from None
+            message = "recursion limit: the render recursed too deeply"
+            raise RenderLimitExceeded(self.path, line, message, "recursion") from None
         except MemoryError as error:
             # The cap of _MemoryCap (or the machine) refused an allocation.
             message = "memory limit exceeded: the render built values too large"
-            raise RenderLimitExceeded(self.path, self._line(error), message) from None
+            raise RenderLimitExceeded(self.path, self._line(error), message, "memory") from None
         except jinja2.TemplateError as error:
             message = getattr(error, "message", None) or str(error)
             raise RenderError(self.path, self._line(error), message) from None
@@ -795,7 +814,7 @@ class _Alarm:
 
     @staticmethod
     def _fire(signum, frame):
-        raise _Limit(_TIME)
+        raise _Limit(_TIME, "time")
 
 
 class _MemoryCap:
