@@ -105,6 +105,8 @@ class RenderLimitExceeded(RenderError):
     - ``"memory"``: an allocation failed under the memory cap;
     - ``"time"``: the render ran past its time limit, or the template's renders past
       their time budget (wall-clock: see docs/reliability.md);
+    - ``"cpu"``: one step of the render (a long call into C) ran past twice the time
+      limit in CPU time;
     - ``"recursion"``: Python's recursion limit.
     """
 
@@ -738,7 +740,7 @@ class ChatTemplate:
         except _Raised as error:
             raise TemplateRaised(self.path, self._line(error), str(error)) from None
         except _Limit as error:
-            message = f"size limit: {error}"
+            message = f"size limit: {error}" if error.bound == "size" else str(error)
             if error.bound == "time":
                 message = self._over_budget() if limit < self.time_limit else str(error)
             line = self._line(error)
@@ -791,30 +793,38 @@ def _line_from_template_frames(template, error: BaseException) -> int | None:
 
 
 class _Alarm:
-    """A backstop for the clock checks: SIGALRM, where this thread may set it."""
+    """The backstop for the clock checks, for one step of a render that does not come
+    back to them (a long call into C): SIGPROF once the process has spent ``seconds``
+    of CPU time (``ITIMER_PROF``), where this thread may set it (the main thread, where
+    the platform has it). CPU time, not the wall clock: the steps it stops are the
+    ones the memory cap and the size checks stop too, and on a loaded machine the wall
+    clock would win that race for want of CPU (a 1 GB repr reported as a time limit
+    where it is a memory one), so which bound stops a render would depend on the load.
+    """
 
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.armed = False
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread() and hasattr(
-            signal, "setitimer"
+        if (
+            threading.current_thread() is threading.main_thread()
+            and hasattr(signal, "setitimer")
+            and hasattr(signal, "SIGPROF")
         ):
-            self.previous = signal.signal(signal.SIGALRM, self._fire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.previous = signal.signal(signal.SIGPROF, self._fire)
+            signal.setitimer(signal.ITIMER_PROF, self.seconds)
             self.armed = True
         return self
 
     def __exit__(self, *exc):
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self.previous)
         return False
 
-    @staticmethod
-    def _fire(signum, frame):
-        raise _Limit(_TIME, "time")
+    def _fire(self, signum, frame):
+        raise _Limit(f"CPU time limit exceeded ({self.seconds:g} s in one step)", "cpu")
 
 
 class _MemoryCap:

@@ -13,6 +13,7 @@ import pytest
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from compiler import render as render_module
 from compiler.render import (
     BOS_PLACEHOLDER,
     EOS_PLACEHOLDER,
@@ -178,13 +179,32 @@ def test_each_limit_names_its_bound():
     cases = {
         "{{ 'a' * 10**9 }}": ("size", "size limit: a repetition would build"),
         "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}": ("recursion", "recursion limit: "),
+        # About a second of CPU time to reach the memory cap, whatever the load: the
+        # backstop that counts CPU time (10 s) never wins this race, as the wall clock
+        # did on a loaded machine.
         "{% set l = ['x' * 1000000] * 1000 %}{{ l }}": ("memory", "memory limit exceeded: "),
-        NESTED_RANGES: ("time", "time limit exceeded"),
     }
     for source, (bound, says) in cases.items():
         with pytest.raises(RenderLimitExceeded) as info:
-            render(source, time_limit=1.0)
+            render(source)
         assert (info.value.bound, info.value.message[: len(says)]) == (bound, says), source
+    with pytest.raises(RenderLimitExceeded) as info:
+        render(NESTED_RANGES, time_limit=1.0)
+    assert (info.value.bound, info.value.message) == ("time", "time limit exceeded")
+
+
+def test_one_long_step_is_stopped_by_cpu_time():
+    """The backstop for a step that never comes back to the clock checks counts the
+    process's CPU time (SIGPROF): here a loop of plain Python, outside any sandbox
+    check, is stopped once it has spent 0.2 s of CPU, however long that takes."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the backstop is set on the main thread only")
+    with pytest.raises(render_module._Limit) as info:
+        with render_module._Alarm(0.2):
+            for _ in range(10**10):  # hours of work: only the backstop ends it
+                pass
+    assert info.value.bound == "cpu"
+    assert str(info.value) == "CPU time limit exceeded (0.2 s in one step)"
 
 
 def test_limit_errors_are_render_errors():
