@@ -647,10 +647,7 @@ def _grammar_export(function: str, thinking: bool = True, as_json: bool = False)
         settings = _grammar_settings(args)
         if thinking:
             settings["enable_thinking"] = not args.no_thinking
-        if function == "structural_tag":
-            made = parser.structural_tag(settings.pop("tools") or [], **settings)
-        else:
-            made = getattr(parser, function)(**settings)
+        made = getattr(parser, function)(settings.pop("tools"), **settings)
         if made is None:
             return None, "this format writes no tool calls"
         text = json.dumps(made, ensure_ascii=False, indent=2) + "\n" if as_json else made

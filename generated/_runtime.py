@@ -3509,6 +3509,19 @@ def _read_content(text, strict, opened=False):
     return (body[:end] + rest).strip()
 
 
+def _opener_end(text):
+    """Where the content's opener ends, where the text starts with it (else 0): strict
+    reading looks for calls after it, since an opener that begins as a call does is
+    no malformed call (Kimi K3: "<|open|>response<|sep|>" and "<|open|>tools<|sep|>",
+    calls looked for by "<|open|>"). Reading leniently comes to the same."""
+    stripped = text.lstrip()
+    if BARE_CALLS or not CONTENT_WRAPPED or not CONTENT_START:
+        return 0
+    if not stripped.startswith(CONTENT_START):
+        return 0
+    return len(text) - len(stripped) + len(CONTENT_START)
+
+
 def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
@@ -3538,7 +3551,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             # the section's opener, written before the content inside the section
             rest = rest.lstrip()[len(SECTION_BEFORE_CONTENT) :]
         whole = rest
-        rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
+        skip = _opener_end(whole) if strict else 0
+        before, tool_calls, after = _find_calls(
+            whole[skip:], types, strict, _past_broken
+        )
+        rest = whole[:skip] + before
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
@@ -6181,7 +6198,7 @@ _CALL_RULES = ("calls-full", "calls-rest", "calls-root", "call-next")
 
 
 def grammar(
-    *, tools=None, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
     included: to the functions ``tools`` names (when it names any), their arguments
@@ -6204,7 +6221,7 @@ def grammar(
     return _for_tools(text, changes, tools, named)
 
 
-def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=True):
+def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
     """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
@@ -6368,7 +6385,7 @@ def _written_name(name):
 
 
 def structural_tag(
-    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -6376,7 +6393,9 @@ def structural_tag(
     by each function's JSON schema. ``tool_choice``: ``"auto"``, ``"none"`` (no
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
-    ``parallel_tool_calls=False``: at most one call."""
+    ``parallel_tool_calls=False``: at most one call. A structural tag names each
+    function it lets the model call, so without ``tools`` (None or []) it admits no
+    call."""
     _require("structural_tag")
     _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
@@ -6771,7 +6790,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    *, tools=None, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,

@@ -7,10 +7,10 @@ End of turn: '<|return|>', '<|end|>', '<|start|>user<|message|>', '<|start|>func
 A turn: several messages, each after the first opened by '<|start|>assistant', headers ending '<|message|>'; content also under '<|channel|>commentary<|message|>', '<|channel|>final <|constrain|>json<|message|>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
-StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
-GBNF for constrained decoding, TRIGGERS where a server switches the latter on.
-structural_tag(tools) gives the same as an xgrammar structural tag.
-lark_grammar() gives llguidance's Lark, for any tool_choice.
+StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
+give GBNF for constrained decoding, TRIGGERS where a server switches the latter
+on; structural_tag(tools) the same as an xgrammar structural tag, lark_grammar(tools)
+as llguidance's Lark. Each takes tools first, its settings by keyword only.
 prepare_messages(messages, tools=) rewrites an OpenAI conversation into the shape
 this template reads (reasoning, arguments, content).
 

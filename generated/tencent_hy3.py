@@ -6,10 +6,10 @@ Tool calls: tagged: '<tool_call:opensource>' + <name> + '<tool_sep:opensource>\\
 End of turn: '<｜hy_User:opensource｜>', '<tool_responses:opensource>'.
 
 parse(text) reads a whole output into an OpenAI assistant message;
-StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
-GBNF for constrained decoding, TRIGGERS where a server switches the latter on.
-structural_tag(tools) gives the same as an xgrammar structural tag.
-lark_grammar() gives llguidance's Lark, for any tool_choice.
+StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
+give GBNF for constrained decoding, TRIGGERS where a server switches the latter
+on; structural_tag(tools) the same as an xgrammar structural tag, lark_grammar(tools)
+as llguidance's Lark. Each takes tools first, its settings by keyword only.
 prepare_messages(messages, tools=) rewrites an OpenAI conversation into the shape
 this template reads (arguments).
 

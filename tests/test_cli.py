@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 
 import pytest
@@ -734,25 +733,22 @@ def test_parse_refuses_a_generated_folder_that_does_not_exist(tree, capsys, monk
     assert (code, out, err) == (2, "", "error: --generated nowhere: no such directory\n")
 
 
-def test_parse_of_a_committed_spec_answers_in_under_a_second():
-    """The acceptance figure, through a fresh interpreter: it imports the committed
-    module, and neither black nor jinja2 (it took 0.6 s generating, 3-4 s once)."""
+def test_parse_of_a_committed_spec_imports_no_generator():
+    """The acceptance figure was a parse in under a second (it took 0.6 s generating,
+    3-4 s once); what made it slow was the work: importing black, jinja2 and the code
+    generator. Through a fresh interpreter, the parse imports the committed module and
+    none of them (issue 32: its time is the benchmark's to measure, not a test's)."""
     if not os.path.isfile(os.path.join(ROOT, QWEN_PARSER)):
         pytest.skip("no committed parser")
     argv = [sys.executable, "-X", "importtime", "-m", "compiler", "parse", QWEN_SPEC]
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        result = subprocess.run(
-            argv, input="<think>\nhm\n</think>\n\nHi<|im_end|>", capture_output=True,
-            text=True, cwd=ROOT,
-        )  # fmt: skip
-        times.append(time.perf_counter() - start)
-        assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["reasoning_content"] == "hm"
+    result = subprocess.run(
+        argv, input="<think>\nhm\n</think>\n\nHi<|im_end|>", capture_output=True,
+        text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["reasoning_content"] == "hm"
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert {"black", "jinja2", "compiler.codegen.module"}.isdisjoint(imported)
-    assert min(times) < 1.0, times
 
 
 # --------------------------------------------------------------------------- explain

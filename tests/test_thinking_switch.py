@@ -60,3 +60,25 @@ def test_kimi_k3_with_thinking_on_starts_inside_the_reasoning():
     text = "It may rain.<|close|>think<|sep|><|open|>response<|sep|>Take an umbrella."
     message = _read(K3, text)
     assert (message["reasoning_content"], message["content"]) == ("It may rain.", "Take an umbrella.")
+
+
+@pytest.mark.parametrize(
+    "text,thinking",
+    [
+        ("It may rain.<|close|>think<|sep|><|open|>response<|sep|>Take an umbrella.", True),
+        ("<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|>" + CALL, True),
+        ("<|open|>response<|sep|>Let me check.<|close|>response<|sep|>" + CALL, False),
+    ],
+)
+def test_strict_reading_takes_the_content_opener_the_model_writes(text, thinking):
+    """The content's opener begins as a call does ("<|open|>"): read strictly, it
+    is the content's, not a malformed call (issue 32: 8 of Kimi K3's 10 round-trip
+    texts were refused, and so left out of every grammar's acceptance test)."""
+    module = importlib.import_module(f"generated.{K3}")
+    message = module.parse(text, enable_thinking=thinking)
+    assert module.parse(text, enable_thinking=thinking, strict=True) == message
+    # A call that is broken still is one.
+    broken = text.replace("<|close|>call<|sep|>", "<|close|>cal<|sep|>")
+    if broken != text:
+        with pytest.raises(ValueError, match="malformed tool call"):
+            module.parse(broken, enable_thinking=thinking, strict=True)

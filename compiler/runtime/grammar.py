@@ -34,7 +34,7 @@ _CALL_RULES = ("calls-full", "calls-rest", "calls-root", "call-next")
 
 
 def grammar(
-    *, tools=None, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
     included: to the functions ``tools`` names (when it names any), their arguments
@@ -57,7 +57,7 @@ def grammar(
     return _for_tools(text, changes, tools, named)
 
 
-def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=True):
+def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
     """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a

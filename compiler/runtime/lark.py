@@ -33,7 +33,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    *, tools=None, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,

@@ -96,6 +96,19 @@ def _read_content(text, strict, opened=False):
     return (body[:end] + rest).strip()
 
 
+def _opener_end(text):
+    """Where the content's opener ends, where the text starts with it (else 0): strict
+    reading looks for calls after it, since an opener that begins as a call does is
+    no malformed call (Kimi K3: "<|open|>response<|sep|>" and "<|open|>tools<|sep|>",
+    calls looked for by "<|open|>"). Reading leniently comes to the same."""
+    stripped = text.lstrip()
+    if BARE_CALLS or not CONTENT_WRAPPED or not CONTENT_START:
+        return 0
+    if not stripped.startswith(CONTENT_START):
+        return 0
+    return len(text) - len(stripped) + len(CONTENT_START)
+
+
 def parse(text, *, tools=None, enable_thinking=True, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
@@ -125,7 +138,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             # the section's opener, written before the content inside the section
             rest = rest.lstrip()[len(SECTION_BEFORE_CONTENT) :]
         whole = rest
-        rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
+        skip = _opener_end(whole) if strict else 0
+        before, tool_calls, after = _find_calls(
+            whole[skip:], types, strict, _past_broken
+        )
+        rest = whole[:skip] + before
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)

@@ -13,7 +13,7 @@ from .values import _check_tools, _resolved, _self_contained
 
 
 def structural_tag(
-    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -21,7 +21,9 @@ def structural_tag(
     by each function's JSON schema. ``tool_choice``: ``"auto"``, ``"none"`` (no
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
-    ``parallel_tool_calls=False``: at most one call."""
+    ``parallel_tool_calls=False``: at most one call. A structural tag names each
+    function it lets the model call, so without ``tools`` (None or []) it admits no
+    call."""
     _require("structural_tag")
     _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
