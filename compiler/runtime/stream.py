@@ -117,6 +117,7 @@ from .text import (
     _undecided,
     _word_end,
 )
+from .tools import _schema_types
 from .values import (
     _ENCODE_STRING,
     _JSON_SPACE,
@@ -129,7 +130,6 @@ from .values import (
     _own_typed,
     _OwnEnd,
     _python_string,
-    _SchemaTypes,
     _typed,
     _ValueEnd,
 )
@@ -384,7 +384,7 @@ class StreamParser:
         self._content_opened = (
             CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
         )
-        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
+        self._types = _schema_types(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
