@@ -1973,8 +1973,10 @@ def _wrong_keyword(schema):
         if found is not None and not isinstance(found, list):
             return "'%s' is %s, not a list" % (key, _shown(found))
     for key in ("enum", "const"):
+        if key not in schema:
+            continue  # (json.dumps sets up an encoder per call: most of a check's cost)
         try:
-            json.dumps(schema.get(key), allow_nan=False)
+            json.dumps(schema[key], allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return "'%s' holds no JSON value" % key
     for key in _SCHEMA_MAPS:
@@ -2221,7 +2223,7 @@ class CompiledTools:
     @property
     def tools(self):
         """The definitions compiled, as a new list (a deep copy)."""
-        return copy.deepcopy(list(self._definitions))
+        return _copied(list(self._definitions))
 
 
 def compile_tools(tools):
@@ -2233,7 +2235,41 @@ def compile_tools(tools):
     if _compiled(tools) is not None:
         return tools
     _check_tools(tools)
-    return CompiledTools(copy.deepcopy(list(tools or ())))
+    return CompiledTools(_copied(list(tools or ())))
+
+
+# What a copy shares with its original: values that cannot change.
+_UNCHANGING = (str, int, float, bool, type(None))
+
+
+def _copied(value):
+    """A deep copy of ``value``, as ``copy.deepcopy`` makes it (a dict or list that
+    holds itself included), made faster for what JSON holds and one level at a time
+    (a schema nested however deep is copied: deepcopy recurses)."""
+    memo: dict = {}  # id of an original → its copy
+    todo: list = []  # (a dict or list, its copy, still empty)
+
+    def copy_of(item):
+        kind = type(item)
+        if kind in _UNCHANGING:
+            return item
+        if kind is not dict and kind is not list:
+            return copy.deepcopy(item, memo)
+        found = memo.get(id(item))
+        if found is None:
+            found = memo[id(item)] = {} if kind is dict else []
+            todo.append((item, found))
+        return found
+
+    made = copy_of(value)
+    while todo:
+        original, empty = todo.pop()
+        if type(original) is dict:
+            for key, item in original.items():
+                empty[key] = copy_of(item)
+        else:
+            empty.extend(copy_of(item) for item in original)
+    return made
 
 
 def _function_types(definitions):

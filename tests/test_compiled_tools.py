@@ -252,6 +252,25 @@ def test_a_compiled_value_is_frozen():
     assert not module.compile_tools(None) and not module.compile_tools([])
 
 
+def test_a_schema_nested_deep_is_compiled():
+    """A schema nested deeper than Python's recursion goes (the check that compiling
+    makes walks it without recursing) is copied too, and reads as the list."""
+    module = rt.module("qwen3_coder")
+    nested: dict = {"type": "string"}
+    for _ in range(5000):
+        nested = {"type": "object", "properties": {"a": nested}}
+    tools = _tools_ab("string")
+    tools[0]["function"]["parameters"]["properties"]["c"] = nested
+    compiled = module.compile_tools(tools)
+    assert module.parse(TYPED_TEXT, tools=compiled) == module.parse(TYPED_TEXT, tools=tools)
+    copied = compiled.tools[0]["function"]["parameters"]["properties"]["c"]
+    depth = 0
+    while "properties" in copied:
+        assert copied is not nested
+        copied, nested, depth = copied["properties"]["a"], nested["properties"]["a"], depth + 1
+    assert depth == 5000 and copied == {"type": "string"}
+
+
 @pytest.fixture(scope="module", params=rt.slugs())
 def module(request):
     return rt.module(request.param)
