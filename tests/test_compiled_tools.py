@@ -252,6 +252,24 @@ def test_a_compiled_value_is_frozen():
     assert not module.compile_tools(None) and not module.compile_tools([])
 
 
+def test_tools_compiled_by_another_runtime_are_refused():
+    """A value that says it is compiled tools of another layout (a runtime of another
+    build) is refused, naming compile_tools, rather than read as no tools."""
+
+    class Elsewhere:
+        _chatfmt_tools = -1
+
+    module = rt.module("qwen3_coder")
+    for use in (
+        lambda: module.parse(TYPED_TEXT, tools=Elsewhere()),
+        lambda: module.StreamParser(tools=Elsewhere()),
+        lambda: module.grammar(tools=Elsewhere()),
+        lambda: module.compile_tools(Elsewhere()),
+    ):
+        with pytest.raises(TypeError, match="compile_tools"):
+            use()
+
+
 def test_a_schema_nested_deep_is_compiled():
     """A schema nested deeper than Python's recursion goes (the check that compiling
     makes walks it without recursing) is copied too, and reads as the list."""
