@@ -12,6 +12,7 @@ change compiler/runtime/ and rebuild.
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 import sys
@@ -45,6 +46,7 @@ PUBLIC = (
     "structural_tag",
     "lark_grammar",
     "prepare_messages",
+    "compile_tools",
 )
 
 # The code of the module this is part of, as the import ran it: what ``bind`` runs
@@ -2363,8 +2365,10 @@ def _wrong_keyword(schema):
         if found is not None and not isinstance(found, list):
             return "'%s' is %s, not a list" % (key, _shown(found))
     for key in ("enum", "const"):
+        if key not in schema:
+            continue  # (json.dumps sets up an encoder per call: most of a check's cost)
         try:
-            json.dumps(schema.get(key), allow_nan=False)
+            json.dumps(schema[key], allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return "'%s' holds no JSON value" % key
     for key in _SCHEMA_MAPS:
@@ -2542,6 +2546,195 @@ def _field(value, path):
             return None
         value = value[key]
     return value
+
+
+# ------------------------------------------------------------------------------
+# compiler/runtime/tools.py
+# Tool definitions compiled once: ``compile_tools``.
+#
+# Every ``parse``, ``StreamParser`` and export reads the tools it is given afresh: the
+# exports check their shape, and a parse reads each called function's argument kinds
+# from its JSON schema. A server that serves one request with several of them, or a
+# client that sends the same tools with every request, can compile them once instead:
+# checked as the exports check them, copied (the caller's dicts, changed later, change
+# nothing), and each function's argument kinds read from the copy when first needed and
+# kept. Everything that takes a tools list takes the compiled value too, and reads it
+# as it reads the list; the exports keep, per compiled value, what they made from it.
+
+
+# Marks a compiled value for every format of this runtime. Each format module runs the
+# runtime in a namespace of its own (binding.bind), so each has a CompiledTools class
+# of its own: a value compiled by one module is read by another through this mark.
+# Changed with CompiledTools' fields.
+_TOOLS_LAYOUT = 1
+
+# How many texts an export keeps per compiled value (a grammar per setting): past
+# that, it makes them afresh each time.
+_MADE_MAX = 32
+
+
+class CompiledTools:
+    """OpenAI tool definitions compiled by ``compile_tools``: a frozen copy of them,
+    checked, and what reading an output needs of them. Pass it wherever a tools list
+    is taken; ``tools`` gives the definitions back (a fresh copy each time)."""
+
+    __slots__ = ("_definitions", "_types", "_made")
+    _definitions: tuple
+    _types: dict
+    _made: dict
+    _chatfmt_tools = _TOOLS_LAYOUT
+
+    def __init__(self, definitions):
+        # ``definitions``: checked, and copied from the caller's.
+        store = object.__setattr__
+        store(self, "_definitions", tuple(definitions))
+        store(self, "_types", _function_types(self._definitions))
+        store(self, "_made", {})  # an export's key → its text (``_made_once``)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("compiled tools are frozen: compile the new definitions")
+
+    def __delattr__(self, name):
+        raise AttributeError("compiled tools are frozen")
+
+    def __len__(self):
+        return len(self._definitions)
+
+    def __repr__(self):
+        return "<compiled tools: %s>" % (", ".join(self._types) or "none")
+
+    def __copy__(self):
+        return self  # nothing in it changes
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return compile_tools, (list(self._definitions),)
+
+    @property
+    def tools(self):
+        """The definitions compiled, as a new list (a deep copy)."""
+        return _copied(list(self._definitions))
+
+
+def compile_tools(tools):
+    """``tools`` (OpenAI tool definitions, a list; or None) compiled once, for
+    ``parse``, ``StreamParser`` and every export of any format module to take in its
+    place: checked as the exports check them (TypeError or ValueError naming what is
+    wrong), and copied, so that changing the caller's dicts later changes nothing.
+    Compiled tools are given back as they are."""
+    if _compiled(tools) is not None:
+        return tools
+    _check_tools(tools)
+    return CompiledTools(_copied(list(tools or ())))
+
+
+# What a copy shares with its original: values that cannot change.
+_UNCHANGING = (str, int, float, bool, type(None))
+
+
+def _copied(value):
+    """A deep copy of ``value``, as ``copy.deepcopy`` makes it (a dict or list that
+    holds itself included), made faster for what JSON holds and one level at a time
+    (a schema nested however deep is copied: deepcopy recurses)."""
+    memo: dict = {}  # id of an original → its copy
+    todo: list = []  # (a dict or list, its copy, still empty)
+
+    def copy_of(item):
+        kind = type(item)
+        if kind in _UNCHANGING:
+            return item
+        if kind is not dict and kind is not list:
+            return copy.deepcopy(item, memo)
+        found = memo.get(id(item))
+        if found is None:
+            found = memo[id(item)] = {} if kind is dict else []
+            todo.append((item, found))
+        return found
+
+    made = copy_of(value)
+    while todo:
+        original, empty = todo.pop()
+        if type(original) is dict:
+            for key, item in original.items():
+                empty[key] = copy_of(item)
+        else:
+            empty.extend(copy_of(item) for item in original)
+    return made
+
+
+def _function_types(definitions):
+    """Function name → how its arguments' tagged values are typed (``_SchemaTypes``
+    reads one name at a time, afresh for each output; here every name is looked up
+    once, and each argument's kind is read when first asked for). Where two share a
+    name, the last counts."""
+    types: dict = {}
+    for tool in definitions:
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        parameters = function.get("parameters")
+        properties = (
+            parameters.get("properties") if isinstance(parameters, dict) else None
+        )
+        types[function["name"]] = (
+            _ArgumentKinds(properties, parameters)
+            if isinstance(properties, dict)
+            else {}
+        )
+    return types
+
+
+def _compiled(tools):
+    """``tools`` where they are compiled (by this module's ``compile_tools`` or any
+    other's of this runtime), else None. TypeError for tools compiled by a runtime
+    that keeps them otherwise."""
+    if type(tools) is CompiledTools:
+        return tools
+    if tools is None or isinstance(tools, (list, tuple)):
+        return None
+    layout = getattr(type(tools), "_chatfmt_tools", None)
+    if layout is None:
+        return None
+    if layout != _TOOLS_LAYOUT:
+        raise TypeError(
+            "these tools were compiled by another version of the runtime: "
+            "compile them with this module's compile_tools"
+        )
+    return tools
+
+
+def _schema_types(tools):
+    """How the tagged values of the functions in ``tools`` are typed, for reading one
+    output: compiled tools' own, else read from the list as the output needs them."""
+    compiled = _compiled(tools)
+    return _SchemaTypes(tools) if compiled is None else compiled._types
+
+
+def _tools_given(tools):
+    """(the definitions an export reads, the compiled value or None): a list is
+    checked (``_check_tools``) each time; compiled tools were, when compiled."""
+    compiled = _compiled(tools)
+    if compiled is None:
+        _check_tools(tools)
+        return tools, None
+    return compiled._definitions, compiled
+
+
+def _made_once(compiled, key, make):
+    """``make()``, kept in ``compiled`` (where it is not None) under ``key``, so that
+    an export makes its text from compiled tools once per setting. ``key`` holds the
+    export's own function, which is each format's own."""
+    if compiled is None:
+        return make()
+    made = compiled._made
+    found = made.get(key)
+    if found is None:
+        found = make()
+        if len(made) < _MADE_MAX:
+            made[key] = found
+    return found
 
 
 # ------------------------------------------------------------------------------
@@ -3539,7 +3732,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # to the template's: strict reading too)
         text = _in_messages(text)
     rest = _strip_stop(text, once=strict)
-    types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
+    types = _schema_types(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
         opened = _opened_by_prompt(tools, enable_thinking)
@@ -3889,7 +4082,7 @@ class StreamParser:
         # What closes the content: its closer, or that of the other opener real
         # outputs write (CONTENT_STARTS), once the content opens with it.
         self._content_end = CONTENT_END
-        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
+        self._types = _schema_types(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -6207,7 +6400,7 @@ def grammar(
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -6218,7 +6411,7 @@ def grammar(
     changes = _GRAMMAR_CHOICES.get(
         setting + (enable_thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
     )
-    return _for_tools(text, changes, tools, named)
+    return _for_tools(text, changes, tools, named, compiled)
 
 
 def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
@@ -6227,12 +6420,12 @@ def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=Tru
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
     changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
-    return _for_tools(GBNF_TOOLS, changes, tools, named)
+    return _for_tools(GBNF_TOOLS, changes, tools, named, compiled)
 
 
 def _require(export):
@@ -6259,10 +6452,20 @@ def _tool_choice(tool_choice):
     return "required", name
 
 
-def _for_tools(text, changes, tools, named):
+def _for_tools(text, changes, tools, named, compiled=None):
     """The grammar ``text`` with ``changes`` (rules) made, its calls limited to the
     functions of ``tools`` (to ``named`` where given) and their arguments to their
-    schemas."""
+    schemas; made once per setting where ``tools`` are ``compiled``'s."""
+    if compiled is None:
+        return _tools_grammar(text, changes, tools, named)
+    key = (_tools_grammar, text, tuple(sorted(changes.items())), named)
+    return _made_once(
+        compiled, key, lambda: _tools_grammar(text, changes, tools, named)
+    )
+
+
+def _tools_grammar(text, changes, tools, named):
+    """``_for_tools``' grammar, made."""
     table: dict = {}  # name → (parameters, strict), the first definition of each
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
@@ -6397,9 +6600,12 @@ def structural_tag(
     function it lets the model call, so without ``tools`` (None or []) it admits no
     call."""
     _require("structural_tag")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
+    if compiled is not None:
+        # The tag holds the schemas: copies, so that it may be changed freely.
+        functions = copy.deepcopy(functions)
     choice, wanted = _tool_choice(tool_choice)
     if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
@@ -6803,7 +7009,7 @@ def lark_grammar(
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
     _require("lark")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:
@@ -6827,7 +7033,10 @@ def lark_grammar(
     text += _LARK[choice] + _LARK["rules"]
     text += _LARK["list" if parallel_tool_calls else "list-single"]
     # With no call allowed, the call rules the content's rules name stay unused.
-    return text + _lark_calls(functions if choice != "none" else None)
+    if choice == "none":
+        functions = None
+    key = (_lark_calls, named, functions is None)
+    return text + _made_once(compiled, key, lambda: _lark_calls(functions))
 
 
 def _lark_choice(tool_choice):
@@ -7083,7 +7292,7 @@ def prepare_messages(
     ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
     refuses replaced by ones it takes)."""
     messages = _messages_list(messages)
-    _check_tools(tools)
+    tools, _ = _tools_given(tools)
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)

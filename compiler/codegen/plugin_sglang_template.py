@@ -100,6 +100,33 @@ def _tool_dicts(tools) -> list | None:
     return found or None
 
 
+class _RequestTools:
+    """A request's tool definitions, compiled once (``compile_tools``) for every
+    parse, stream and structural tag made for it: asked again for the same
+    definitions (the same list, or one equal to it), the same compiled value.
+    Definitions the module refuses to compile are passed as they are: the output is
+    read all the same, typed by nothing they cannot type."""
+
+    def __init__(self) -> None:
+        self._given: object = None  # the tools last asked for, as the server gave them
+        self._found: list | None = None  # and as dicts
+        self._compiled: object = None
+
+    def of(self, tools):
+        if tools is None:
+            return None
+        if tools is not self._given:
+            found = _tool_dicts(tools)
+            if found != self._found:
+                try:
+                    self._compiled = fmt.compile_tools(found) if found else None
+                except (TypeError, ValueError):
+                    self._compiled = found
+                self._found = found
+            self._given = tools
+        return self._compiled
+
+
 def _joined(deltas: list[dict], field: str) -> str:
     return "".join(delta.get(field) or "" for delta in deltas)
 
@@ -195,6 +222,7 @@ class FormatToolDetector(BaseFormatDetector):
     def __init__(self) -> None:
         super().__init__()
         self._reader: Any = None  # made with the first text, when the tools are known
+        self._tools = _RequestTools()
         self._separated = False  # whether a reasoning detector sent the reasoning
         self._enable_thinking = True
         self._named: set[int] = set()  # the calls whose name was sent
@@ -223,7 +251,9 @@ class FormatToolDetector(BaseFormatDetector):
 
     def detect_and_parse(self, text: str, tools) -> StreamingParseResult:
         text, thinking = self._taken_apart(text)
-        message = fmt.parse(text, tools=_tool_dicts(tools), enable_thinking=thinking is not False)
+        message = fmt.parse(
+            text, tools=self._tools.of(tools), enable_thinking=thinking is not False
+        )
         content = message["content"] or ""  # SGLang's normal_text is a str
         if thinking is None and message["reasoning_content"]:
             # Nobody sent the reasoning: it stays in what the client reads.
@@ -275,7 +305,7 @@ class FormatToolDetector(BaseFormatDetector):
             self._separated = thinking is not None
             self._enable_thinking = thinking is not False
             self._reader = fmt.StreamParser(
-                tools=_tool_dicts(tools), enable_thinking=self._enable_thinking
+                tools=self._tools.of(tools), enable_thinking=self._enable_thinking
             )
         return self._items(self._reader.feed(new_text) if new_text else [])
 
@@ -307,7 +337,7 @@ class FormatToolDetector(BaseFormatDetector):
         if isinstance(choice, dict) and "type" not in choice:
             choice = {"type": "function", **choice}
         tag = fmt.structural_tag(
-            _tool_dicts(tools) or [],
+            self._tools.of(tools) or [],
             tool_choice=choice,
             parallel_tool_calls=parallel_tool_calls,
             enable_thinking=thinking_mode,

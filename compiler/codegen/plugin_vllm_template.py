@@ -98,6 +98,33 @@ def _tool_dicts(tools) -> list | None:
     return found or None
 
 
+class _RequestTools:
+    """A request's tool definitions, compiled once (``compile_tools``) for every
+    parse, stream and structural tag made for it: asked again for the same
+    definitions (the same list, or one equal to it), the same compiled value.
+    Definitions the module refuses to compile are passed as they are: the output is
+    read all the same, typed by nothing they cannot type."""
+
+    def __init__(self) -> None:
+        self._given: object = None  # the tools last asked for, as the server gave them
+        self._found: list | None = None  # and as dicts
+        self._compiled: object = None
+
+    def of(self, tools):
+        if tools is None:
+            return None
+        if tools is not self._given:
+            found = _tool_dicts(tools)
+            if found != self._found:
+                try:
+                    self._compiled = fmt.compile_tools(found) if found else None
+                except (TypeError, ValueError):
+                    self._compiled = found
+                self._found = found
+            self._given = tools
+        return self._compiled
+
+
 def _call_id(given) -> str:
     """The call's id as the model wrote it, else a fresh one (strict clients need
     one on every call's first delta)."""
@@ -194,6 +221,7 @@ class FormatReasoningParser(ReasoningParser):
         super().__init__(tokenizer, *args, **kwargs)
         self._template_kwargs = dict(kwargs.get("chat_template_kwargs") or {})
         self._partner: FormatToolParser | None = None
+        self._tools = _RequestTools()
         self._reader: _Reader | None = None
         self._ended = False
         self._handed: list[dict] = []  # deltas read but left to the tool parser
@@ -208,12 +236,18 @@ class FormatReasoningParser(ReasoningParser):
     def reasoning_end_str(self) -> str | None:
         return REASONING_END or None
 
-    def _tools(self):
-        return _tool_dicts(self._partner.tools) if self._partner is not None else None
+    def _request_tools(self) -> _RequestTools:
+        """The request's tools: compiled once for both parsers where paired."""
+        return self._partner.request_tools if self._partner is not None else self._tools
+
+    def _partners_tools(self):
+        if self._partner is None:
+            return None
+        return self._request_tools().of(self._partner.tools)
 
     def _start(self) -> _Reader:
         if self._reader is None:
-            self._reader = _Reader(self._tools(), _thinking(self._template_kwargs))
+            self._reader = _Reader(self._partners_tools(), _thinking(self._template_kwargs))
         return self._reader
 
     def adjust_request(self, request):
@@ -254,7 +288,7 @@ class FormatReasoningParser(ReasoningParser):
     # -- reading -------------------------------------------------------------------
 
     def extract_reasoning(self, model_output: str, request):
-        tools = _tool_dicts(getattr(request, "tools", None))
+        tools = self._request_tools().of(getattr(request, "tools", None))
         # The kwargs vLLM made this parser with hold the server's defaults too.
         thinking = _thinking(
             self._template_kwargs or getattr(request, "chat_template_kwargs", None)
@@ -316,6 +350,7 @@ class FormatToolParser(ToolParser):
 
     def __init__(self, tokenizer, tools=None) -> None:
         super().__init__(tokenizer, tools)
+        self.request_tools = _RequestTools()
         self._reader: _Reader | None = None
         self._pending: list[dict] = []
         self._partner: FormatReasoningParser | None = None
@@ -340,7 +375,7 @@ class FormatToolParser(ToolParser):
             return request
         try:
             tag = fmt.structural_tag(
-                _tool_dicts(request.tools),
+                self.request_tools.of(request.tools),
                 tool_choice=choice,
                 parallel_tool_calls=request.parallel_tool_calls is not False,
                 enable_thinking=_thinking(self._template_kwargs(request)),
@@ -356,7 +391,7 @@ class FormatToolParser(ToolParser):
     def extract_tool_calls(self, model_output: str, request) -> ExtractedToolCallInformation:
         message = fmt.parse(
             model_output,
-            tools=_tool_dicts(request.tools),
+            tools=self.request_tools.of(request.tools),
             enable_thinking=_thinking(self._template_kwargs(request)),
         )
         calls = []
@@ -388,7 +423,8 @@ class FormatToolParser(ToolParser):
                 self._reader, self._pending = handed
             else:  # reading alone from the output's start
                 self._reader = _Reader(
-                    _tool_dicts(request.tools), _thinking(self._template_kwargs(request))
+                    self.request_tools.of(request.tools),
+                    _thinking(self._template_kwargs(request)),
                 )
         deltas, self._pending = self._pending + self._reader.feed(delta_text), []
         return self._reader.message(deltas)

@@ -26,7 +26,7 @@ from .schema_gbnf import (
     _rules,
     _written,
 )
-from .values import _check_tools
+from .tools import _made_once, _tools_given
 
 # The rules that hold one whole call (and what follows it): a copy of each per tool
 # whose arguments a schema types.
@@ -43,7 +43,7 @@ def grammar(
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
     at most one call."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
     if not HAS_CALLS:
@@ -54,7 +54,7 @@ def grammar(
     changes = _GRAMMAR_CHOICES.get(
         setting + (enable_thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
     )
-    return _for_tools(text, changes, tools, named)
+    return _for_tools(text, changes, tools, named, compiled)
 
 
 def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
@@ -63,12 +63,12 @@ def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=Tru
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
     changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
-    return _for_tools(GBNF_TOOLS, changes, tools, named)
+    return _for_tools(GBNF_TOOLS, changes, tools, named, compiled)
 
 
 def _require(export):
@@ -95,10 +95,20 @@ def _tool_choice(tool_choice):
     return "required", name
 
 
-def _for_tools(text, changes, tools, named):
+def _for_tools(text, changes, tools, named, compiled=None):
     """The grammar ``text`` with ``changes`` (rules) made, its calls limited to the
     functions of ``tools`` (to ``named`` where given) and their arguments to their
-    schemas."""
+    schemas; made once per setting where ``tools`` are ``compiled``'s."""
+    if compiled is None:
+        return _tools_grammar(text, changes, tools, named)
+    key = (_tools_grammar, text, tuple(sorted(changes.items())), named)
+    return _made_once(
+        compiled, key, lambda: _tools_grammar(text, changes, tools, named)
+    )
+
+
+def _tools_grammar(text, changes, tools, named):
+    """``_for_tools``' grammar, made."""
     table: dict = {}  # name → (parameters, strict), the first definition of each
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None

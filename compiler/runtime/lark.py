@@ -18,7 +18,8 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
-from .values import _check_tools, _resolved, _self_contained
+from .tools import _made_once, _tools_given
+from .values import _resolved, _self_contained
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -46,7 +47,7 @@ def lark_grammar(
     only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
     choice this format or these tools cannot meet."""
     _require("lark")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
     thinking = "" if enable_thinking else "-no-thinking"
     if not HAS_CALLS:
@@ -70,7 +71,10 @@ def lark_grammar(
     text += _LARK[choice] + _LARK["rules"]
     text += _LARK["list" if parallel_tool_calls else "list-single"]
     # With no call allowed, the call rules the content's rules name stay unused.
-    return text + _lark_calls(functions if choice != "none" else None)
+    if choice == "none":
+        functions = None
+    key = (_lark_calls, named, functions is None)
+    return text + _made_once(compiled, key, lambda: _lark_calls(functions))
 
 
 def _lark_choice(tool_choice):

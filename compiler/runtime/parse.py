@@ -32,7 +32,7 @@ from .text import (
     _strip_stop,
     _without_echo,
 )
-from .values import _SchemaTypes
+from .tools import _schema_types
 
 
 def _split_reasoning(text, opened, strict=False, types=None):
@@ -126,7 +126,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # to the template's: strict reading too)
         text = _in_messages(text)
     rest = _strip_stop(text, once=strict)
-    types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
+    types = _schema_types(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
         opened = _opened_by_prompt(tools, enable_thinking)

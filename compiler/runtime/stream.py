@@ -125,6 +125,7 @@ from .text import (
     _undecided,
     _word_end,
 )
+from .tools import _schema_types
 from .values import (
     _ENCODE_STRING,
     _JSON_SPACE,
@@ -137,7 +138,6 @@ from .values import (
     _own_typed,
     _OwnEnd,
     _python_string,
-    _SchemaTypes,
     _typed,
     _ValueEnd,
 )
@@ -431,7 +431,7 @@ class StreamParser:
         # What closes the content: its closer, or that of the other opener real
         # outputs write (CONTENT_STARTS), once the content opens with it.
         self._content_end = CONTENT_END
-        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
+        self._types = _schema_types(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the

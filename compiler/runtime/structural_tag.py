@@ -7,9 +7,12 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 
 from __future__ import annotations
 
+import copy
+
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
-from .values import _check_tools, _resolved, _self_contained
+from .tools import _tools_given
+from .values import _resolved, _self_contained
 
 
 def structural_tag(
@@ -25,9 +28,12 @@ def structural_tag(
     function it lets the model call, so without ``tools`` (None or []) it admits no
     call."""
     _require("structural_tag")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
+    if compiled is not None:
+        # The tag holds the schemas: copies, so that it may be changed freely.
+        functions = copy.deepcopy(functions)
     choice, wanted = _tool_choice(tool_choice)
     if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]

@@ -308,6 +308,26 @@ def test_structural_tag_is_the_modules(choice):
     )
 
 
+def test_the_tools_are_compiled_once_per_request(monkeypatch):
+    """One request's stream, whole-output reading and structural tag all take one
+    compiled value: compile_tools runs once."""
+    slug = "qwen_qwen3_0_6b"
+    case = rt.make_case(slug, rt.TOOL_KINDS[0])
+    assert case is not None
+    fmt = plugin(slug).fmt
+    compiled: list = []
+    compile_tools = fmt.compile_tools
+    monkeypatch.setattr(
+        fmt, "compile_tools", lambda tools: compiled.append(tools) or compile_tools(tools)
+    )
+    server = Server(case)
+    assert _same(server.stream(list(case.text)), _expected(case))
+    assert _same(server.whole(case.text), _expected(case))
+    kind, _ = server.calls.get_structure_constraint("required", thinking_mode=False)
+    assert kind == "structural_tag"
+    assert len(compiled) == 1
+
+
 def _imports(source: str) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):

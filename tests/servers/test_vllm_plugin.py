@@ -331,10 +331,43 @@ def test_auto_gets_no_tag_but_keeps_special_tokens(plugin_dir):
     assert request.structured_outputs is None
 
 
+def test_the_tools_are_compiled_once_per_request(plugin_dir, monkeypatch):
+    """One request's structural tag (a strict tool asks for one), its stream and its
+    whole-output reading all take one compiled value: compile_tools runs once."""
+    case = rt.make_case(CALL_SLUG, rt.TOOL_KINDS[0])
+    assert case is not None
+    strict = json.loads(json.dumps(case.tools))
+    strict[0]["function"]["strict"] = True
+    cls = parser_class(CALL_SLUG, plugin_dir)
+    request = ChatCompletionRequest(
+        messages=MESSAGES,
+        model="m",
+        tools=strict,
+        tool_choice="auto",
+        chat_template_kwargs=template_kwargs(case),
+    )
+    parser = cls(None, request.tools, chat_template_kwargs=template_kwargs(case))
+    fmt = sys.modules[type(parser.tool_parser).__module__].fmt
+    compiled: list = []
+    compile_tools = fmt.compile_tools
+    monkeypatch.setattr(
+        fmt, "compile_tools", lambda tools: compiled.append(tools) or compile_tools(tools)
+    )
+    request = parser.adjust_request(request)
+    assert request.structured_outputs is not None
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=cls)
+    for number, chunk in enumerate(case.text):
+        last = number == len(case.text) - 1
+        processor.step(chunk, [1], "stop" if last else None, [] if number == 0 else None)
+    _, _, calls = parser.parse(case.text, request, enable_auto_tools=True)
+    assert [call.name for call in calls or ()] == ["get_weather"]
+    assert len(compiled) == 1
+
+
 # --- a plugin imports nothing of the compiler ----------------------------------------
 
 PLUGIN_IMPORTS = {"__future__", "json", "sys", "threading", "types", "uuid", "collections.abc"}
-MODULE_IMPORTS = {"__future__", "ast", "json", "re", "typing", "warnings"}
+MODULE_IMPORTS = {"__future__", "ast", "copy", "json", "re", "typing", "warnings"}
 
 
 def _imports(tree: ast.AST) -> set[str]:
