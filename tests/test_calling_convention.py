@@ -31,6 +31,7 @@ POSITIONAL = {
     "parse": "text",
     "StreamParser": None,
     "prepare_messages": "messages",
+    "compile_tools": "tools",
     **{name: "tools" for name in EXPORTS},
 }
 # Each export's settings, with a value that differs from the default.
