@@ -59,8 +59,12 @@ BOS_TOKEN_ID: int | None = None
 EOS_TOKEN_IDS: list[int] = []
 HAS_REASONING: bool = True
 REASONING_END: str = "[BEGIN FINAL RESPONSE]"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {True: True, False: True, None: True}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: True,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_calls>["
 SECTION_START: str = "<tool_calls>["
@@ -158,7 +162,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-closed reply | reasoning-body end\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -266,7 +271,10 @@ GBNF = (
     'reasoning-body-20-1 ::= [\\x5B] | "E" [\\x5B]\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -330,7 +338,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]</tool_calls>" end',
         "call-first-name": '"<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -349,6 +357,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": [],
+            "end": "[BEGIN FINAL RESPONSE]",
+            "opened": True,
+            "always": True,
+        },
+        "default": {
             "starts": [],
             "end": "[BEGIN FINAL RESPONSE]",
             "opened": True,
@@ -445,4 +459,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -191,7 +191,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -314,7 +315,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<seed:think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -377,7 +381,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<seed:eos>" )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -394,6 +398,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<seed:think>"],
+            "end": "</seed:think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<seed:think>"],
             "end": "</seed:think>",
             "opened": False,
@@ -497,4 +507,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -4,6 +4,7 @@ Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>'.
 Content: '<|START_RESPONSE|>' ... '<|END_RESPONSE|>' (always).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
 End of turn: '<|END_OF_TURN_TOKEN|>'.
+Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -118,6 +119,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["developer_preamble", "enable_citations"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "tools_only",
@@ -174,7 +181,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -318,7 +326,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|START_THINKING|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -404,7 +415,7 @@ _GRAMMAR_CHOICES = {
         "content-open-closed": 'ws "<|START_RESPONSE|>" content-closed end',
         "reply": "content-open-closed | content-open-body | end",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|END_ACTION|>" ) )* end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -424,6 +435,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|START_THINKING|>"],
+            "end": "<|END_THINKING|>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|START_THINKING|>"],
             "end": "<|END_THINKING|>",
             "opened": False,
@@ -528,4 +545,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

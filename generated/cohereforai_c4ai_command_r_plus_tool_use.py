@@ -144,7 +144,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -255,7 +256,10 @@ GBNF = (
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -315,7 +319,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]```" ( ws "<|END_OF_TURN_TOKEN|>" )* end',
         "call-first-name": '"<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|CHATBOT_TOKEN|>\\nAction:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -326,7 +330,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": ["<|CHATBOT_TOKEN|>\nAction:\n```json\n["],
         "call_trigger": "",
@@ -403,4 +407,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -57,8 +57,12 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {True: True, False: True, None: True}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: True,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<call>"
 CALL_START: str = "<call>"
@@ -134,7 +138,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -202,7 +207,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -268,7 +276,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -287,6 +295,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": True,
+            "always": True,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": True,
@@ -379,4 +393,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

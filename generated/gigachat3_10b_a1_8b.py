@@ -176,7 +176,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -303,7 +304,10 @@ GBNF = (
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -365,7 +369,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|message_sep|>" | "</s>" ) )* end',
         "call-first-name": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -376,7 +380,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": ["<|message_sep|>\n\nfunction call<|role_sep|>"],
         "call_trigger": "<|message_sep|>\n\nfunction call<|role_sep|>",
@@ -455,4 +459,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>'.
 Content: plain text.
 Tool calls: tagged: '\\n<tool_call>' + <name> + '\\n' + <arguments> + '</tool_call>', separated by ''.
 End of turn: not marked.
+Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -124,6 +125,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["content", "reasoning_content"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "tag",
@@ -183,7 +190,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -262,7 +270,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -325,7 +336,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": "end",
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -342,6 +353,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -446,4 +463,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

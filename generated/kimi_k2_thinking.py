@@ -175,7 +175,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -281,7 +282,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -336,7 +340,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "<|tool_calls_section_end|>" ( ws "<|im_end|>" )* end',
         "arguments-open": '"<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call_end|>" calls-more',
@@ -354,6 +358,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -438,4 +448,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -4,7 +4,7 @@ Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens 
 Content: '<|open|>response<|sep|>' ... '<|close|>response<|sep|>' (always).
 Tool calls: tagged: '<|open|>call tool="' + <name> + '" index="' + <index> + '"<|sep|>' + <arguments> + '<|close|>call<|sep|>', separated by ''; section '<|open|>tools<|sep|>' ... '<|close|>tools<|sep|>'.
 End of turn: '<|close|>message<|sep|><|end_of_msg|>'.
-Thinking: switched by the template's 'thinking', which enable_thinking stands for (on where a request does not give it).
+Thinking: switched by thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -67,13 +67,21 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<|open|>think<|sep|>"
 REASONING_STARTS: tuple[str, ...] = ("<|open|>think<|sep|>",)
 REASONING_END: str = "<|close|>think<|sep|>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
 CONTENT_WRAPPED: bool = True
 CONTENT_ALWAYS_WRAPPED: bool = True
 CONTENT_START: str = "<|open|>response<|sep|>"
 CONTENT_END: str = "<|close|>response<|sep|>"
-CONTENT_OPENED: dict[bool, bool] = {True: False, False: True}
+CONTENT_OPENED: dict[bool | None, bool] = {True: False, False: True, None: False}
 HAS_CALLS: bool = True
 TRIGGER: str = "<|open|>tools<|sep|>"
 SECTION_START: str = "<|open|>tools<|sep|>"
@@ -152,7 +160,10 @@ SPEC = {
             "thinking_effort",
             "tool_name",
         ],
-        "thinking_switch": {"variable": "thinking", "default": True},
+        "thinking_switch": {
+            "variables": {"thinking": {"thinking_on": True, "thinking_off": False}},
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -230,7 +241,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -446,7 +458,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|open|>think<|sep|>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -785,7 +800,7 @@ _GRAMMAR_CHOICES = {
         "content-open-closed": 'ws "<|open|>response<|sep|>" content-closed end',
         "reply": "content-open-closed | content-open-body | content-closed end | content-body end | end",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "<|close|>tools<|sep|>" ( ws "<|close|>message<|sep|><|end_of_msg|>" )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -806,6 +821,12 @@ _STRUCTURAL_TAG: dict = {
             "end": "<|close|>think<|sep|>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<|open|>think<|sep|>"],
+            "end": "<|close|>think<|sep|>",
+            "opened": True,
+            "always": True,
         },
     },
     "calls": {
@@ -916,4 +937,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

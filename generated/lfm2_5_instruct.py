@@ -123,7 +123,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -174,7 +175,10 @@ GBNF = (
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -236,7 +240,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|im_end|>" )* end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -247,7 +251,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": ["<call>"],
         "call_trigger": "<call>",
@@ -320,4 +324,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

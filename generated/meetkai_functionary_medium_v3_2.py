@@ -176,7 +176,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -214,7 +215,10 @@ GBNF = (
     "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -269,7 +273,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|eot_id|>" )* end',
         "arguments-open": 'ws tool-name ws "{" ws',
         "calls-full-part": "calls-more",
@@ -279,7 +283,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": [],
         "call_trigger": "",
@@ -333,4 +337,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -172,7 +172,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -212,7 +213,10 @@ GBNF = (
     "reply ::= content-body end | calls-full\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -272,7 +276,7 @@ _GRAMMAR_CHOICES = {
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|eot_id|>" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -283,7 +287,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": [],
         "call_trigger": "",
@@ -353,4 +357,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

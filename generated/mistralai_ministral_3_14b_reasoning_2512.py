@@ -162,7 +162,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -233,7 +234,10 @@ GBNF = (
     'reasoning-open-body ::= ws "[THINK]" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -288,7 +292,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": "end",
         "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
@@ -306,6 +310,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["[THINK]"],
+            "end": "[/THINK]",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["[THINK]"],
             "end": "[/THINK]",
             "opened": False,
@@ -397,4 +407,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -216,7 +216,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -330,7 +331,10 @@ GBNF = (
     'reasoning-open-body ::= ws "to=self<|message|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -408,7 +412,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|eot|>" )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -425,6 +429,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["to=self<|message|>"],
+            "end": "<|eom|><|start|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["to=self<|message|>"],
             "end": "<|eom|><|start|>assistant",
             "opened": False,
@@ -531,4 +541,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -63,8 +63,12 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {True: True, False: True, None: True}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: True,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<TOOLCALL>["
 SECTION_START: str = "<TOOLCALL>["
@@ -160,7 +164,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -236,7 +241,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -300,7 +308,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]</TOOLCALL>" ( ws "<SPECIAL_12>" )* end',
         "call-first-name": '"<TOOLCALL>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<TOOLCALL>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -319,6 +327,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": True,
+            "always": True,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": True,
@@ -411,4 +425,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

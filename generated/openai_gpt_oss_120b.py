@@ -258,7 +258,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -373,7 +374,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|channel|>analysis<|message|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -436,7 +440,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|return|>" | "<|end|>" ) )* end',
         "arguments-open": '"to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-root-part": 'ws "<|call|>" calls-more',
@@ -454,6 +458,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|channel|>analysis<|message|>"],
+            "end": "<|end|><|start|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|channel|>analysis<|message|>"],
             "end": "<|end|><|start|>assistant",
             "opened": False,
@@ -574,4 +584,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -183,7 +183,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -269,7 +270,10 @@ GBNF = (
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -328,7 +332,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|im_end|>" )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -337,7 +341,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": ["<tool_call>\n<function="],
         "call_trigger": "<tool_call>\n<function=",
@@ -421,4 +425,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>'.
 Content: plain text.
 Tool calls: json: '<tool_call>\\n' + a json object (name at name, arguments at arguments) + '\\n</tool_call>', separated by '\\n'.
 End of turn: '<|im_end|>'.
+Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -106,6 +107,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["content", "reasoning_content"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "tag",
@@ -155,7 +162,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -233,7 +241,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -299,7 +310,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<|im_end|>" )* end',
         "call-first-name": '"<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -318,6 +329,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -412,4 +429,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '' + <arguments> + '</tool_call>', separated by ''.
 End of turn: '<｜end▁of▁sentence｜>'.
+Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give
@@ -67,8 +68,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>"
@@ -124,6 +133,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["assistant_content", "reasoning_content"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -184,7 +199,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -263,7 +279,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -413,7 +432,7 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<｜end▁of▁sentence｜>" )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -434,6 +453,12 @@ _STRUCTURAL_TAG: dict = {
             "end": "</think>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": True,
+            "always": True,
         },
     },
     "calls": {
@@ -534,4 +559,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

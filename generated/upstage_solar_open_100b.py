@@ -176,7 +176,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -294,7 +295,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|think|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -354,7 +358,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|end|>" | "<|calls|>" ) )* end',
         "arguments-open": '"<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call:end|>" calls-more',
@@ -372,6 +376,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|think|>"],
+            "end": "<|end|><|begin|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|think|>"],
             "end": "<|end|><|begin|>assistant",
             "opened": False,
@@ -455,4 +465,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 2)
+) = _runtime.bind(globals(), 3)

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from compiler.conversation import to_tool_shape
+from compiler.model import thinking_switch
 from compiler.probe import reasoning_message
 from compiler.render import EOS_PLACEHOLDER, ChatTemplate, RenderError, RenderInputs
 
@@ -271,13 +272,13 @@ def template_for(spec: dict) -> ChatTemplate | None:
     return _template(
         spec["template"]["path"],
         json.dumps(spec["render_inputs"], sort_keys=True),
-        switch["variable"] if switch else None,
+        json.dumps(switch, sort_keys=True) if switch else None,
     )
 
 
 @functools.lru_cache(maxsize=None)
 def _template(
-    recorded_path: str, inputs_json: str, thinking_switch: str | None = None
+    recorded_path: str, inputs_json: str, switch_json: str | None = None
 ) -> ChatTemplate | None:
     path = os.path.join(SPECS, recorded_path)  # a spec records it relative to itself
     if not os.path.exists(path):
@@ -290,8 +291,11 @@ def _template(
         os.path.relpath(path, ROOT),
         RenderInputs(inputs["bos_token"], inputs["eos_token"], inputs["variables"]),
     )
-    # as the analysis rendered it: enable_thinking sets the template's own switch
-    template.thinking_switch = thinking_switch
+    # as the analysis rendered it: enable_thinking sets the template's switch
+    # (enable_thinking=None leaves it undefined)
+    switch = thinking_switch(json.loads(switch_json)) if switch_json else None
+    if switch is not None:
+        template.thinking_switch = {value: switch.setting(value) for value in (True, False)}
     return template
 
 

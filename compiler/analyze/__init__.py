@@ -16,6 +16,7 @@ from ..render import ChatTemplate
 from . import content as content_analysis
 from . import messages as messages_analysis
 from . import reasoning as reasoning_analysis
+from . import switch as switch_analysis
 from . import tools as tools_analysis
 from .evidence import Evidence
 from .observe import observe
@@ -31,7 +32,9 @@ class Analysis:
 
 
 def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
+    switch = switch_analysis.analyze(template, tool_shape)  # renders use it from here on
     caps = probe(template, tool_shape)
+    caps.thinking_switch = switch.section
     talk = Conversation(template, tool_shape, system_role=caps.system_role)
     obs = observe(talk, caps)
     ending = content_analysis.analyze_ending(obs)
@@ -82,8 +85,14 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
         },
     }
     analysis = Analysis(
-        body, reasoning.evidence + content.evidence + tools.evidence + messages_evidence
+        body,
+        switch.evidence
+        + reasoning.evidence
+        + content.evidence
+        + tools.evidence
+        + messages_evidence,
     )
+    analysis.review.extend(switch.review)
     analysis.review.extend(content.review)
     analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))

@@ -1029,12 +1029,13 @@ class _Grammar:
             [] if self.choice == "required" else ["end"]
         )
 
-    def output(self, enable_thinking: bool) -> str:
-        """The root of a whole output for one thinking setting. Each alternative runs to
-        the end of the output, end-of-turn marker included: a lexeme that could end
-        where the ``end`` lexeme starts would swallow its whitespace."""
+    def output(self, enable_thinking: bool | None) -> str:
+        """The root of a whole output for one thinking setting (None: a request that
+        gives none, the template's default). Each alternative runs to the end of the
+        output, end-of-turn marker included: a lexeme that could end where the ``end``
+        lexeme starts would swallow its whitespace."""
         reasoning = self.fmt.reasoning
-        options = self.reply(self.fmt.content.opened_by_prompt[0 if enable_thinking else 1])
+        options = self.reply(self.fmt.content.opened(enable_thinking))
         if not options:
             raise ValueError(f"{self.fmt.slug}: no output holds a call ({self.choice})")
         single = len(options) == 1 and re.fullmatch(r"[a-z][a-z0-9-]*", options[0])
@@ -1046,6 +1047,8 @@ class _Grammar:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
+        # (None: the prompt may have opened it; a closer with no opener then ends it)
+        closable = opened or None in settings
         if not start and not opened:
             # Only the delimiter marks reasoning, and without it the text is the
             # answer: reasoning is text up to the delimiter that holds no call (one
@@ -1056,9 +1059,13 @@ class _Grammar:
             return f"reasoning-led {reply} | {reply}"
         self.extend(without("reasoning-body", reasoning.end, closed="reasoning-closed"))
         if start:
-            opener = f"ws {literal(start)}{'?' if opened else ''}"
-            closed = self.add("reasoning-open-closed", f"{opener} reasoning-closed")
-            unclosed = self.add("reasoning-open-body", f"{opener} reasoning-body end")
+            opener = f"ws {literal(start)}"
+            closed = self.add(
+                "reasoning-open-closed", f"{opener}{'?' if closable else ''} reasoning-closed"
+            )
+            unclosed = self.add(
+                "reasoning-open-body", f"{opener}{'?' if opened else ''} reasoning-body end"
+            )
         else:
             closed, unclosed = "reasoning-closed", "reasoning-body end"
         # Reasoning the output ends in holds no call.
@@ -1074,7 +1081,7 @@ def _quotes(python: bool) -> list[str]:
 def build(
     fmt: Format,
     *,
-    enable_thinking: bool,
+    enable_thinking: bool | None,
     tools=None,
     tool_choice="auto",
     parallel_tool_calls: bool = True,
@@ -1121,13 +1128,14 @@ SETTINGS = (("auto", False), ("required", True), ("required", False), ("none", T
 
 def choices(fmt: Format) -> dict:
     """The module's ``_GRAMMAR_CHOICES``: (tool_choice, parallel_tool_calls,
-    enable_thinking, None for the tool-call grammar) → the rules of that setting's
-    grammar that differ from the default's. Thinking off is left out where it
-    changes the same rules as thinking on; the runtime then takes those."""
+    enable_thinking (None: the template's default), "tools" for the tool-call
+    grammar) → the rules of that setting's grammar that differ from the grammar of
+    its thinking setting. Thinking off and the default are left out where they change
+    the same rules as thinking on; the runtime then takes those."""
     out: dict = {}
     if not fmt.has_calls:
         return out
-    for thinking in (True, False):
+    for thinking in (True, False, None):
         base = _rule_map(build(fmt, enable_thinking=thinking))
         for choice, parallel in SETTINGS:
             text = build(fmt, enable_thinking=thinking, tool_choice=choice,
@@ -1139,7 +1147,7 @@ def choices(fmt: Format) -> dict:
     single = _rule_map(build_tool_calls(fmt, parallel_tool_calls=False) or "")
     changed = {n: body for n, body in single.items() if base.get(n) != body}
     if changed:
-        out[("auto", False, None)] = changed
+        out[("auto", False, "tools")] = changed
     return out
 
 

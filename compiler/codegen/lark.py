@@ -520,10 +520,12 @@ class _Lark:
                 options += ["END"] if mode != "required" else []
         return f"reply: {' | '.join(dict.fromkeys(options))}\n"
 
-    def start(self, enable_thinking: bool, required: bool) -> str:
-        """The root for one thinking setting (``required``: a call must follow), with
-        the reasoning rules it uses."""
-        part = "start" + ("-calls" if required else "") + ("" if enable_thinking else "-no-thinking")
+    def start(self, enable_thinking: bool | None, required: bool) -> str:
+        """The root for one thinking setting (``required``: a call must follow; None:
+        a request that gives none, the template's default), with the reasoning rules
+        it uses."""
+        suffix = {True: "", False: "-no-thinking", None: "-default"}[enable_thinking]
+        part = "start" + ("-calls" if required else "") + suffix
         reasoning = self.fmt.reasoning
         if not reasoning.has_block:
             self.add("start", "reply", part=part)
@@ -532,6 +534,8 @@ class _Lark:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
+        # (None: the prompt may have opened it; a closer with no opener then ends it)
+        closable = opened or None in settings
         end = rx(reasoning.end)
         if not reasoning.start and not opened:
             # Only the delimiter marks reasoning, and without it the text is the
@@ -540,15 +544,18 @@ class _Lark:
             self.add("REASONING", through("", end, stops), part=part)
             self.add("start", "REASONING reply | reply", part=part)
             return part
-        opener = ""
+        opener = open_opener = ""
         if reasoning.start:
-            opener = WS + _any_of([rx(start) for start in reasoning.starts])
-            opener = f"(?:{opener})?" if opened else opener
+            opener = open_opener = WS + _any_of([rx(start) for start in reasoning.starts])
+            opener = f"(?:{opener})?" if closable else opener
+            open_opener = f"(?:{open_opener})?" if opened else open_opener
         self.add("REASONING", through(opener, end, [end]), part=part)
         options = ["REASONING reply"]
         if not required:
             # A block left open at the end of the output: reasoning.
-            options.append(self.add("REASONING_OPEN", upto_end(opener, [end]), part=part))
+            options.append(
+                self.add("REASONING_OPEN", upto_end(open_opener, [end]), part=part)
+            )
         if not always:
             options.append("reply")
         self.add("start", " | ".join(options), part=part)
@@ -558,7 +565,7 @@ class _Lark:
         modes = ("auto", "none", "required") if self.calls is not None else ("none",)
         for mode in modes:
             self.out[mode] = self.reply(mode)
-        for thinking in (True, False):
+        for thinking in (True, False, None):
             self.start(thinking, False)
             if self.calls is not None:
                 self.start(thinking, True)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
+from .text import _setting
 from .values import _check_tools
 
 
 def structural_tag(
-    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=None
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -21,7 +22,8 @@ def structural_tag(
     by each function's JSON schema. ``tool_choice``: ``"auto"``, ``"none"`` (no
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
-    ``parallel_tool_calls=False``: at most one call."""
+    ``parallel_tool_calls=False``: at most one call. ``enable_thinking`` as
+    ``parse`` takes it (None: the template's default)."""
     _require("structural_tag")
     _check_tools(tools)
     calls = _STRUCTURAL_TAG["calls"]
@@ -43,7 +45,10 @@ def structural_tag(
         for opener in calls["content_openers"]:
             # The trigger inside the content's opener opens no call.
             body = _one_of([_sequence([_SPACE, _const(opener), body]), body])
-    reasoning = _STRUCTURAL_TAG["reasoning"]["on" if enable_thinking else "off"]
+    setting = _setting(enable_thinking)
+    reasoning = _STRUCTURAL_TAG["reasoning"][
+        "default" if setting is None else ("on" if setting else "off")
+    ]
     if reasoning is not None:
         body = _with_reasoning(reasoning, body, required)
     return {"type": "structural_tag", "format": body}
@@ -110,7 +115,8 @@ def _with_reasoning(reasoning, body, required):
         closed.append(
             _sequence([_SPACE, _one_of([_tag(s, _any(), end) for s in starts])])
         )
-    if opened or not starts:
+    # (a prompt that may have opened the block: a closer with no opener ends it)
+    if opened or reasoning.get("maybe") or not starts:
         closed.append(_tag("", _any(), end))
     closed = _one_of(closed)
     options = [_sequence([closed, body])]
