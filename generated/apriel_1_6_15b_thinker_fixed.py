@@ -407,6 +407,11 @@ _LARK = {
         "REASONING_OPEN: /(?s:.*)/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
+    "start-default": (
+        "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
+        "REASONING_OPEN: /(?s:.*)/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*/\n"
@@ -429,6 +434,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
+        "start: REASONING reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
         "start: REASONING reply\n"
     ),

@@ -460,6 +460,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<seed:think>(?s:.*)/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<seed:think>(?s:.*)/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<seed:eos>\\s*)?/\n"
@@ -474,6 +479,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

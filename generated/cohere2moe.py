@@ -593,6 +593,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT_OPEN | CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>)\\s*)?/\n"
@@ -619,6 +624,10 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | CONTENT_TRIG calls_rest\n",

@@ -488,6 +488,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:<\\|END_OF_TURN_TOKEN\\|>\\s*)?/\n"
@@ -511,6 +516,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -415,6 +415,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*/\n"
@@ -429,6 +434,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -591,6 +591,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<turn\\|>\\s*)?/\n"
@@ -618,6 +623,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -885,6 +885,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | CONTENT_CLOSED END | CONTENT | END\n",
     "rules": (
         "END: /\\s*(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>\\s*)?/\n"
@@ -905,6 +910,10 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED (calls_full | END) | CONTENT | CONTENT_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_CLOSED calls_full | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED calls_full | CONTENT_TRIG calls_rest | calls_full\n",

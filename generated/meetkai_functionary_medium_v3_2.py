@@ -305,6 +305,7 @@ _STRUCTURAL_TAG: dict = {
 _LARK = {
     "start": "start: reply\n",
     "start-no-thinking": "start: reply\n",
+    "start-default": "start: reply\n",
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:<\\|eot_id\\|>\\s*)?/\n"
@@ -316,6 +317,7 @@ _LARK = {
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
+    "start-calls-default": "start: reply\n",
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",

@@ -513,6 +513,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:\\[e\\~\\[\\s*)?/\n"
@@ -527,6 +532,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

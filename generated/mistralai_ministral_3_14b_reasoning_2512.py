@@ -369,6 +369,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*\\[THINK\\](?s:.*)/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
+        "REASONING_OPEN: /\\s*\\[THINK\\](?s:.*)/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*/\n"
@@ -383,6 +388,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

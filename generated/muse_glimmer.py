@@ -493,6 +493,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:<\\|eot\\|>\\s*)?/\n"
@@ -507,6 +512,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

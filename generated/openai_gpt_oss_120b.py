@@ -546,6 +546,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|return\\|>|<\\|end\\|>)\\s*)?/\n"
@@ -560,6 +565,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

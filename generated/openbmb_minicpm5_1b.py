@@ -613,6 +613,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
@@ -628,6 +633,10 @@ _LARK = {
     ),
     "start-calls-no-thinking": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",

@@ -445,6 +445,11 @@ _LARK = {
         "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<\\|im_end\\|>\\s*)?/\n"
@@ -459,6 +464,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),

@@ -314,6 +314,7 @@ _STRUCTURAL_TAG: dict = {
 _LARK = {
     "start": "start: reply\n",
     "start-no-thinking": "start: reply\n",
+    "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
@@ -333,6 +334,7 @@ _LARK = {
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
+    "start-calls-default": "start: reply\n",
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",

@@ -427,6 +427,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
@@ -441,6 +446,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

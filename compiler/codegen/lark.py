@@ -54,9 +54,9 @@ _NOT_IN_WORDS = "".join(map(chr, range(0x21))) + "\x7f,;(){}[]\"'"
 # What a word or number of a value syntax of the template's own is not made of.
 _NOT_IN_OWN_WORDS = "".join(c for c in map(chr, range(0x80)) if not (c.isalnum() or c in "_.+-"))
 # The parts every format has, and those of a format with calls.
-PARTS = ("start", "start-no-thinking", "none", "rules")
-CALL_PARTS = ("start-calls", "start-calls-no-thinking", "auto", "required", "list",
-              "list-single", "call")  # fmt: skip
+PARTS = ("start", "start-no-thinking", "start-default", "none", "rules")
+CALL_PARTS = ("start-calls", "start-calls-no-thinking", "start-calls-default", "auto",
+              "required", "list", "list-single", "call")  # fmt: skip
 
 
 class _Ref(str):
