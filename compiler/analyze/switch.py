@@ -110,8 +110,11 @@ def _reasoning_first(turn: str | None) -> bool:
 
 # Where a generation prompt leaves the model (_leads), ordered: more is more thinking.
 INSIDE, BEFORE_BLOCK, IN_ANSWER = 2, 1, 0
-_LEADS = {INSIDE: "inside the reasoning", BEFORE_BLOCK: "before a block it may write",
-          IN_ANSWER: "in the answer"}
+_LEADS = {
+    INSIDE: "inside the reasoning",
+    BEFORE_BLOCK: "before a block it may write",
+    IN_ANSWER: "in the answer",
+}
 
 
 def _leads(renders: _Renders) -> tuple[int, str] | None:
@@ -164,48 +167,49 @@ class _Vote:
     right: Render
 
 
-def _votes(name: str, on: _Renders, off: _Renders) -> list[_Vote]:
-    """What the renders of ``name`` = True (``on``) and False (``off``) say about which
-    value thinks (see the module's docstring)."""
+def _shown_by(renders: dict[bool, _Renders], labels: dict[bool, str]) -> list[_Vote]:
+    """Votes for the value with which a turn shows its reasoning first where the other
+    value drops it, one per field a message may carry reasoning in."""
     votes = []
-    labels = {True: f"{name}=True", False: f"{name}=False"}
-    renders = {True: on, False: off}
     for field_name in REASONING_FIELDS:
         for value in (True, False):
             shown = renders[value].turns[field_name]
-            other = renders[not value].turns[field_name]
-            if _reasoning_first(shown) and not (other and samples.REASONING in other):
-                assert shown is not None
+            other = renders[not value].turns[field_name] or ""
+            if shown is not None and _reasoning_first(shown) and samples.REASONING not in other:
                 votes.append(
                     _Vote(
                         value,
                         f"a turn's reasoning ({field_name}) shows with {labels[value]} "
                         f"and is dropped with {labels[not value]}",
-                        Render(f"history + turn with reasoning ({labels[not value]})", other or ""),
+                        Render(f"history + turn with reasoning ({labels[not value]})", other),
                         Render(f"history + turn with reasoning ({labels[value]})", shown),
                     )
                 )
-                break
-        else:
-            continue
-        break
-    led = {value: _leads(renders[value]) for value in (True, False)}
-    found_true, found_false = led[True], led[False]
-    if found_true and found_false and found_true[0] != found_false[0]:
-        value = found_true[0] > found_false[0]
+    return votes
+
+
+def _votes(name: str, on: _Renders, off: _Renders) -> list[_Vote]:
+    """What the renders of ``name`` = True (``on``) and False (``off``) say about which
+    value thinks (see the module's docstring)."""
+    labels = {True: f"{name}=True", False: f"{name}=False"}
+    renders = {True: on, False: off}
+    votes = _shown_by(renders, labels)[:1]
+    led_true, led_false = _leads(on), _leads(off)
+    if led_true and led_false and led_true[0] != led_false[0]:
+        value = led_true[0] > led_false[0]
+        led = {True: led_true, False: led_false}
         votes.append(
             _Vote(
                 value,
                 f"after the prompt with {labels[value]} the model is "
-                f"{_LEADS[led[value][0]]}, with {labels[not value]} "  # type: ignore[index]
-                f"{_LEADS[led[not value][0]]}, as the turns rendered after each show",  # type: ignore[index]
-                Render(f"history + turn ({labels[not value]})", led[not value][1]),  # type: ignore[index]
-                Render(f"history + turn ({labels[value]})", led[value][1]),  # type: ignore[index]
+                f"{_LEADS[led[value][0]]}, with {labels[not value]} "
+                f"{_LEADS[led[not value][0]]}, as the turns rendered after each show",
+                Render(f"history + turn ({labels[not value]})", led[not value][1]),
+                Render(f"history + turn ({labels[value]})", led[value][1]),
             )
         )
     closes = {
-        value: _closes(renders[value].prompt, renders[not value].prompt)
-        for value in (True, False)
+        value: _closes(renders[value].prompt, renders[not value].prompt) for value in (True, False)
     }
     if closes[True] != closes[False]:
         value = closes[False]  # the value whose prompt leaves the block open
@@ -235,9 +239,15 @@ def _prompt_of(talk: Conversation, setting: dict[str, Any]) -> tuple[str | None,
     thinking = setting.get(STANDARD)
     extra = {name: value for name, value in setting.items() if name != STANDARD}
     try:
-        return talk.template.render(
-            talk.history(), add_generation_prompt=True, enable_thinking=thinking, **extra
-        ), ""
+        return (
+            talk.template.render(
+                talk.history(),
+                add_generation_prompt=True,
+                enable_thinking=thinking,
+                **extra,
+            ),
+            "",
+        )
     except RenderLimitExceeded:
         raise
     except RenderError as error:
@@ -282,7 +292,10 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> SwitchResult:
     variables: dict[str, dict[str, Any]] = {}
     for name, value, vote in switches:
         found = {}
-        for key, given, wanted in ((ON, value, on_prompt), (OFF, not value, off_prompt)):
+        for key, given, wanted in (
+            (ON, value, on_prompt),
+            (OFF, not value, off_prompt),
+        ):
             if _prompt_of(talk, {name: given})[0] == wanted:
                 found[key] = given
         if not found:
@@ -307,42 +320,50 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> SwitchResult:
         True: {name: found[ON] for name, found in variables.items() if ON in found},
         False: {name: found[OFF] for name, found in variables.items() if OFF in found},
     }
-    on_prompt, _ = _prompt_of(talk, settings[True])
-    off_prompt, _ = _prompt_of(talk, settings[False])
-    unset, why = _prompt_of(talk, {})
-    names = ", ".join(variables)
-    if unset is not None and unset == on_prompt:
-        default = ON
-        reason = f"the prompt rendered without {names} is the prompt of thinking on"
-        renders = (Render("prompt, thinking on", on_prompt or ""),)
-    elif unset is not None and unset == off_prompt:
-        default = OFF
-        reason = f"the prompt rendered without {names} is the prompt of thinking off"
-        renders = (Render("prompt, thinking off", off_prompt or ""),)
-    else:
-        default = UNDECIDED
-        reason = (
-            f"rendering the prompt without {names} raises ({why})"
-            if unset is None
-            else f"the prompt rendered without {names} is neither the prompt of thinking "
-            "on nor that of thinking off"
-        ) + (
-            ": the parser reads an output both ways, as a reasoning block where its "
-            "closer comes and as an answer where none does"
-        )
-        renders = (
-            Render("prompt, thinking on", on_prompt or ""),
-            Render("prompt, thinking off", off_prompt or ""),
-        )
-    unset_render = Render(f"prompt without {names}", unset or "")
-    result.evidence.append(
-        Evidence(f"capabilities.thinking_switch.default = {default!r}", reason, *renders[:1], unset_render)
-    )
-    if len(renders) > 1:
-        result.evidence.append(
-            Evidence(f"capabilities.thinking_switch.default = {default!r}", "(continued)", renders[1], unset_render)
-        )
+    default, evidence = _default(talk, settings, ", ".join(variables))
+    result.evidence += evidence
     result.section = {"variables": variables, "default": default}
     result.settings = settings
     template.thinking_switch = settings
     return result
+
+
+def _default(
+    talk: Conversation, settings: dict[bool, dict[str, Any]], names: str
+) -> tuple[str, list[Evidence]]:
+    """The template's default, from the prompt rendered with every switch undefined,
+    and the evidence: that prompt beside the setting's it equals (beside each where it
+    equals neither)."""
+    prompts = {value: _prompt_of(talk, settings[value])[0] or "" for value in (True, False)}
+    unset, why = _prompt_of(talk, {})
+    decision = "capabilities.thinking_switch.default = {!r}"
+    without = Render(f"prompt without {names}", unset or "")
+    for value, default in ((True, ON), (False, OFF)):
+        if unset is not None and unset == prompts[value]:
+            label = default.replace("_", " ")
+            return default, [
+                Evidence(
+                    decision.format(default),
+                    f"the prompt rendered without {names} is the prompt of {label}",
+                    Render(f"prompt, {label}", prompts[value]),
+                    without,
+                )
+            ]
+    reason = (
+        f"rendering the prompt without {names} raises ({why})"
+        if unset is None
+        else f"the prompt rendered without {names} is neither the prompt of thinking on nor "
+        "that of thinking off"
+    ) + (
+        ": the parser reads an output both ways, as a reasoning block where its closer "
+        "comes and as an answer where none does"
+    )
+    return UNDECIDED, [
+        Evidence(
+            decision.format(UNDECIDED),
+            reason + f" (against thinking {'on' if value else 'off'})",
+            Render(f"prompt, thinking {'on' if value else 'off'}", prompts[value]),
+            without,
+        )
+        for value in (True, False)
+    ]

@@ -63,7 +63,8 @@ HAS_CALLS = False  # filled in: whether the format writes tool calls
 MODULE_SOURCE = ""  # filled in: the parser as one standalone module, verbatim
 
 # What the reasoning detector puts before the output it hands on: the reasoning is
-# sent, and the prompt had thinking on (first) or off. Private-use characters: no
+# sent, and the thinking setting it read with: on, off, or the template's default
+# (None). Private-use characters: no
 # tokenizer writes them in a model's output, and nothing reads them but the tool
 # detector, which takes them off.
 HANDED_ON = {True: "\ue0f1", False: "\ue0f0", None: "\ue0f2"}

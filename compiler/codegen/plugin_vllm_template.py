@@ -14,7 +14,9 @@ that order, in one call: ``Parser.__init__``), the tool parser pairs itself with
 reasoning parser made just before it: the reasoning parser then sends the reasoning
 and, at the first delta that is not reasoning, hands its reader over to the tool
 parser, which sends everything after. So one reader reads each output, however vLLM
-cuts it.
+cuts it. The thinking setting it reads with is the one whose prompt ends as the
+rendered prompt does, where vLLM hands that over (``set_prompt_token_ids``), else
+the request's (None where it gives none: the template's default).
 """
 
 from __future__ import annotations
