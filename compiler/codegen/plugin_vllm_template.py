@@ -268,7 +268,7 @@ class FormatReasoningParser(ReasoningParser):
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         # vLLM hands the rendered prompt over before it reads an output, streamed
         # or whole; its end says whether the output starts inside the block.
-        self._prompt_end = self._decoded(list(prompt_token_ids)[-_PROMPT_TAIL:])
+        self._prompt_end = self._decoded(list(prompt_token_ids)[-_PROMPT_TAIL:]) or None
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
         if self._prompt_end is None:
