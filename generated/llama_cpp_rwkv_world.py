@@ -150,7 +150,7 @@ SPEC = {
 # The grammar of a whole output where a request gives no thinking switch (the
 # template's default; also the .gbnf file).
 GBNF = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
+    "root ::= reasoning-open-closed reply | reasoning-led reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "end ::= ws\n"
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
@@ -197,6 +197,26 @@ GBNF = (
     'calls-rest-part ::= ws "</call>"\n'
     "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-rest-part calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-led ::= reasoning-lead-0-0* "<" reasoning-lead-1-1* "/think>"\n'
+    'reasoning-lead-0-0 ::= [^<] | "<" reasoning-lead-1-1* reasoning-lead-1-0\n'
+    'reasoning-lead-1-0 ::= [^/<c] | "/" reasoning-lead-2a-0 | "c" reasoning-lead-2b-0\n'
+    'reasoning-lead-1-1 ::= [<] | "/" reasoning-lead-2a-1 | "c" reasoning-lead-2b-1\n'
+    'reasoning-lead-2a-0 ::= [^<t] | "t" reasoning-lead-3a-0\n'
+    'reasoning-lead-2a-1 ::= [<] | "t" reasoning-lead-3a-1\n'
+    'reasoning-lead-2b-0 ::= [^<a] | "a" reasoning-lead-3b-0\n'
+    'reasoning-lead-2b-1 ::= [<] | "a" reasoning-lead-3b-1\n'
+    'reasoning-lead-3a-0 ::= [^<h] | "h" reasoning-lead-4a-0\n'
+    'reasoning-lead-3a-1 ::= [<] | "h" reasoning-lead-4a-1\n'
+    'reasoning-lead-3b-0 ::= [^<l] | "l" reasoning-lead-4b-0\n'
+    'reasoning-lead-3b-1 ::= [<] | "l" reasoning-lead-4b-1\n'
+    'reasoning-lead-4a-0 ::= [^<i] | "i" reasoning-lead-5a-0\n'
+    'reasoning-lead-4a-1 ::= [<] | "i" reasoning-lead-5a-1\n'
+    'reasoning-lead-4b-0 ::= [^<l] | "l" [^<>]\n'
+    'reasoning-lead-4b-1 ::= [<] | "l" [<]\n'
+    'reasoning-lead-5a-0 ::= [^<n] | "n" reasoning-lead-6-0\n'
+    'reasoning-lead-5a-1 ::= [<] | "n" reasoning-lead-6-1\n'
+    'reasoning-lead-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-lead-6-1 ::= [<] | "k" [<]\n'
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -212,7 +232,7 @@ GBNF = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
@@ -429,11 +449,11 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("required", True, None): {
-        "root": "reasoning-open-closed reply | reply",
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
         "reply": "content-trig calls-rest",
     },
     ("required", False, None): {
-        "root": "reasoning-open-closed reply | reply",
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
         "calls-more": "end",
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -508,9 +528,10 @@ _LARK = {
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<call>)(?s:.+)/\n"
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
-        "start: REASONING reply | REASONING_OPEN | reply\n"
+        "start: REASONING reply | REASONING_LED reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
@@ -538,8 +559,9 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "start: REASONING reply | reply\n"
+        "REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<call>)(?s:.+)/\n"
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | REASONING_LED reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",

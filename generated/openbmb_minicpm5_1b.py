@@ -218,7 +218,7 @@ SPEC = {
 # The grammar of a whole output where a request gives no thinking switch (the
 # template's default; also the .gbnf file).
 GBNF = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
+    "root ::= reasoning-open-closed reply | reasoning-led reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( "<|im_end|>" ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
@@ -278,6 +278,46 @@ GBNF = (
     'calls-rest-part ::= ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-led ::= reasoning-lead-0-0* "<" reasoning-lead-1-1* "/think>"\n'
+    'reasoning-lead-0-0 ::= [^<] | "<" reasoning-lead-1-1* reasoning-lead-1-0\n'
+    'reasoning-lead-1-0 ::= [^/<f] | "/" reasoning-lead-2a-0 | "f" reasoning-lead-2b-0\n'
+    'reasoning-lead-1-1 ::= [<] | "/" reasoning-lead-2a-1 | "f" reasoning-lead-2b-1\n'
+    'reasoning-lead-2a-0 ::= [^<t] | "t" reasoning-lead-3a-0\n'
+    'reasoning-lead-2a-1 ::= [<] | "t" reasoning-lead-3a-1\n'
+    'reasoning-lead-2b-0 ::= [^<u] | "u" reasoning-lead-3b-0\n'
+    'reasoning-lead-2b-1 ::= [<] | "u" reasoning-lead-3b-1\n'
+    'reasoning-lead-3a-0 ::= [^<h] | "h" reasoning-lead-4a-0\n'
+    'reasoning-lead-3a-1 ::= [<] | "h" reasoning-lead-4a-1\n'
+    'reasoning-lead-3b-0 ::= [^<n] | "n" reasoning-lead-4b-0\n'
+    'reasoning-lead-3b-1 ::= [<] | "n" reasoning-lead-4b-1\n'
+    'reasoning-lead-4a-0 ::= [^<i] | "i" reasoning-lead-5a-0\n'
+    'reasoning-lead-4a-1 ::= [<] | "i" reasoning-lead-5a-1\n'
+    'reasoning-lead-4b-0 ::= [^<c] | "c" reasoning-lead-5b-0\n'
+    'reasoning-lead-4b-1 ::= [<] | "c" reasoning-lead-5b-1\n'
+    'reasoning-lead-5a-0 ::= [^<n] | "n" reasoning-lead-6a-0\n'
+    'reasoning-lead-5a-1 ::= [<] | "n" reasoning-lead-6a-1\n'
+    'reasoning-lead-5b-0 ::= [^<t] | "t" reasoning-lead-6b-0\n'
+    'reasoning-lead-5b-1 ::= [<] | "t" reasoning-lead-6b-1\n'
+    'reasoning-lead-6a-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-lead-6a-1 ::= [<] | "k" [<]\n'
+    'reasoning-lead-6b-0 ::= [^<i] | "i" reasoning-lead-7b-0\n'
+    'reasoning-lead-6b-1 ::= [<] | "i" reasoning-lead-7b-1\n'
+    'reasoning-lead-7b-0 ::= [^<o] | "o" reasoning-lead-8-0\n'
+    'reasoning-lead-7b-1 ::= [<] | "o" reasoning-lead-8-1\n'
+    'reasoning-lead-8-0 ::= [^<n] | "n" reasoning-lead-9-0\n'
+    'reasoning-lead-8-1 ::= [<] | "n" reasoning-lead-9-1\n'
+    'reasoning-lead-9-0 ::= [^ <] | " " reasoning-lead-10-0\n'
+    'reasoning-lead-9-1 ::= [<] | " " reasoning-lead-10-1\n'
+    'reasoning-lead-10-0 ::= [^<n] | "n" reasoning-lead-11-0\n'
+    'reasoning-lead-10-1 ::= [<] | "n" reasoning-lead-11-1\n'
+    'reasoning-lead-11-0 ::= [^<a] | "a" reasoning-lead-12-0\n'
+    'reasoning-lead-11-1 ::= [<] | "a" reasoning-lead-12-1\n'
+    'reasoning-lead-12-0 ::= [^<m] | "m" reasoning-lead-13-0\n'
+    'reasoning-lead-12-1 ::= [<] | "m" reasoning-lead-13-1\n'
+    'reasoning-lead-13-0 ::= [^<e] | "e" reasoning-lead-14-0\n'
+    'reasoning-lead-13-1 ::= [<] | "e" reasoning-lead-14-1\n'
+    'reasoning-lead-14-0 ::= [^<=] | "=" [^\\"<]\n'
+    'reasoning-lead-14-1 ::= [<] | "=" [<]\n'
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
     'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
@@ -293,7 +333,7 @@ GBNF = (
     'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
     'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
     'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
@@ -523,11 +563,11 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("required", True, None): {
-        "root": "reasoning-open-closed reply | reply",
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
         "reply": "content-trig calls-rest",
     },
     ("required", False, None): {
-        "root": "reasoning-open-closed reply | reply",
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
         "calls-more": '( ws "<|im_end|>" )* end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
@@ -614,9 +654,10 @@ _LARK = {
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
-        "start: REASONING reply | REASONING_OPEN | reply\n"
+        "start: REASONING reply | REASONING_LED reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
@@ -636,8 +677,9 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "start: REASONING reply | reply\n"
+        'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | REASONING_LED reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",

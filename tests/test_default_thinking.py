@@ -88,3 +88,73 @@ def test_the_unswitched_round_trip_figure():
     print(f"round trip without the switch: {sum(results)}/{len(results)} = {rate:.1%}")
     assert len(results) >= 300, "far fewer expressible cases than the corpus gives"
     assert rate >= 0.98
+
+
+@pytest.mark.parametrize("slug", rt.slugs())
+def test_the_default_grammars_are_the_default_s(slug):
+    """grammar(), lark_grammar() and structural_tag() without enable_thinking are the
+    default's: the grammar of the setting the default names, and where the default is
+    undecided, grammars that admit every unswitched text parse reads as well-formed
+    (a block where its closer comes, an answer where none does)."""
+    from tests.test_grammar import accepts, why_rejected
+    from tests.test_lark import accepts as lark_accepts
+
+    module = rt.module(slug)
+    if module.MISSING_EXPORTS:
+        pytest.skip(f"exports missing: {sorted(module.MISSING_EXPORTS)}")
+    tools = [rt.TOOLS["get_weather"]]
+    switch = module.SPEC["capabilities"].get("thinking_switch")
+    default = switch["default"] if switch else None
+    if default != "undecided":
+        setting = default != "thinking_off"
+        assert module.grammar(tools=tools) == module.grammar(tools=tools, enable_thinking=setting)
+        assert module.GBNF == module.grammar(enable_thinking=setting)
+        assert module.lark_grammar(tools=tools) == module.lark_grammar(
+            tools=tools, enable_thinking=setting
+        )
+        assert module.structural_tag(tools) == module.structural_tag(tools, enable_thinking=setting)
+        return
+    checked = 0
+    for kind in rt.UNSWITCHED_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is None or known(slug, kind):
+            continue
+        try:
+            module.parse(case.text, tools=case.tools, strict=True)
+        except ValueError:
+            continue  # not well-formed as the grammars have it
+        checked += 1
+        grammar = module.grammar(tools=case.tools)
+        assert accepts(grammar, case.text, slug), why_rejected(grammar, case.text)
+        assert lark_accepts(module.lark_grammar(tools=case.tools), case.text), kind.name
+    assert checked
+
+
+UNDECIDED = [
+    slug
+    for slug in rt.slugs()
+    if (rt.load_spec(slug)["capabilities"].get("thinking_switch") or {}).get("default")
+    == "undecided"
+]
+
+
+@pytest.mark.parametrize("slug", UNDECIDED)
+def test_an_undecided_default_streams_as_it_parses(slug):
+    """Read both ways, the stream holds text back until the closer or the end of the
+    output decides: merged, its deltas are parse's message at every chunking, for each
+    unswitched case and for the same texts with the block's closer or a call in them."""
+    from tests.test_stream import chunkings, merge, streamed
+
+    module = rt.module(slug)
+    end = module.SPEC["reasoning"]["end"]
+    texts = []
+    for kind in rt.UNSWITCHED_KINDS:
+        case = rt.make_case(slug, kind)
+        if case is not None:
+            texts += [(case.text, case.tools), ("Six sevens." + end + case.text, case.tools)]
+    assert texts
+    for text, tools in texts:
+        whole = module.parse(text, tools=tools)
+        for name, cuts in chunkings(text, f"{slug}-{text[:20]}"):
+            fed, finished, abandoned = streamed(module, text, cuts, tools=tools)
+            assert merge(fed + finished, abandoned) == whole, (name, text)

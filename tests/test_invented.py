@@ -610,3 +610,22 @@ def test_invented_templates_round_trip_without_the_switch(compiled, monkeypatch)
         unswitched.standing_for_default.cache_clear()
     assert count >= 150
     assert len(failures) <= 1, "\n".join(failures)
+
+
+@pytest.mark.parametrize("slug", ["mull_undecided", "role_sep_think"])
+def test_the_undecided_default_s_grammars_admit_both_readings(compiled, slug):
+    """grammar() and lark_grammar() without enable_thinking, for an undecided
+    default: they admit each output above that parse reads as well-formed, a block
+    where its closer comes and an answer where none does."""
+    from tests.test_grammar import accepts, why_rejected
+    from tests.test_lark import accepts as lark_accepts
+
+    out, _ = compiled
+    parser = _parsers(out)[slug]
+    texts = [text for name, thinking, text, _ in OUTPUTS if name == slug and thinking is None]
+    assert texts
+    for text in texts:
+        parser.parse(text, strict=True)
+        grammar = parser.grammar()
+        assert accepts(grammar, text, slug), why_rejected(grammar, text)
+        assert lark_accepts(parser.lark_grammar(), text), text

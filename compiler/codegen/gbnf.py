@@ -1047,30 +1047,34 @@ class _Grammar:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
-        # (None: the prompt may have opened it; a closer with no opener then ends it)
-        closable = opened or None in settings
-        if not start and not opened:
-            # Only the delimiter marks reasoning, and without it the text is the
-            # answer: reasoning is text up to the delimiter that holds no call (one
-            # lexeme that a call's trigger ends, so that it never races the answer's).
+        # (None: the prompt may have opened it, and the text is reasoning where the
+        # closer comes, the answer where it does not)
+        maybe = not opened and None in settings
+        led = ""
+        if not opened and (not start or maybe):
+            # Without an opener the text is reasoning only where the closer comes, and
+            # otherwise the answer: reasoning is text up to the closer that holds no
+            # call (one lexeme that a call's trigger ends, so that it never races the
+            # answer's).
             word = self.word if self.has_calls else ""
             stops = [stop for stop in (reasoning.end, word) if stop]
             self.extend(without("reasoning-lead", stops, closed={reasoning.end: "reasoning-led"}))
-            return f"reasoning-led {reply} | {reply}"
+            led = f"reasoning-led {reply}"
+            if not start:
+                return f"{led} | {reply}"
         self.extend(without("reasoning-body", reasoning.end, closed="reasoning-closed"))
         if start:
-            opener = f"ws {literal(start)}"
-            closed = self.add(
-                "reasoning-open-closed", f"{opener}{'?' if closable else ''} reasoning-closed"
-            )
-            unclosed = self.add(
-                "reasoning-open-body", f"{opener}{'?' if opened else ''} reasoning-body end"
-            )
+            opener = f"ws {literal(start)}{'?' if opened else ''}"
+            closed = self.add("reasoning-open-closed", f"{opener} reasoning-closed")
+            unclosed = self.add("reasoning-open-body", f"{opener} reasoning-body end")
         else:
             closed, unclosed = "reasoning-closed", "reasoning-body end"
         # Reasoning the output ends in holds no call.
         unclosed_ends = [] if self.choice == "required" else [unclosed]
-        return " | ".join([f"{closed} {reply}"] + unclosed_ends + ([] if always else [reply]))
+        return " | ".join(
+            [f"{closed} {reply}"] + ([led] if led else []) + unclosed_ends
+            + ([] if always else [reply])
+        )
 
 
 def _quotes(python: bool) -> list[str]:

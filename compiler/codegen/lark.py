@@ -534,28 +534,29 @@ class _Lark:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
-        # (None: the prompt may have opened it; a closer with no opener then ends it)
-        closable = opened or None in settings
+        # (None: the prompt may have opened it, and the text is reasoning where the
+        # closer comes, the answer where it does not)
+        maybe = not opened and None in settings
         end = rx(reasoning.end)
-        if not reasoning.start and not opened:
-            # Only the delimiter marks reasoning, and without it the text is the
-            # answer: reasoning is text up to the delimiter that holds no call.
+        led = []
+        if not opened and (not reasoning.start or maybe):
+            # Without an opener the text is reasoning only where the closer comes, and
+            # otherwise the answer: reasoning is text up to the closer that holds no call.
             stops = [end] + ([rx(self.head)] if self.head else [])
-            self.add("REASONING", through("", end, stops), part=part)
-            self.add("start", "REASONING reply | reply", part=part)
-            return part
-        opener = open_opener = ""
+            self.add("REASONING_LED", through("", end, stops), part=part)
+            led = ["REASONING_LED reply"]
+            if not reasoning.start:
+                self.add("start", "REASONING_LED reply | reply", part=part)
+                return part
+        opener = ""
         if reasoning.start:
-            opener = open_opener = WS + _any_of([rx(start) for start in reasoning.starts])
-            opener = f"(?:{opener})?" if closable else opener
-            open_opener = f"(?:{open_opener})?" if opened else open_opener
+            opener = WS + _any_of([rx(start) for start in reasoning.starts])
+            opener = f"(?:{opener})?" if opened else opener
         self.add("REASONING", through(opener, end, [end]), part=part)
-        options = ["REASONING reply"]
+        options = ["REASONING reply"] + led
         if not required:
             # A block left open at the end of the output: reasoning.
-            options.append(
-                self.add("REASONING_OPEN", upto_end(open_opener, [end]), part=part)
-            )
+            options.append(self.add("REASONING_OPEN", upto_end(opener, [end]), part=part))
         if not always:
             options.append("reply")
         self.add("start", " | ".join(options), part=part)
