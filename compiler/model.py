@@ -122,10 +122,11 @@ class Reasoning:
             if self.opened_by_prompt(None, tools) is None
         ]
         if maybe:
+            where = "" if len(maybe) == 2 else f" {maybe[0]}"
             text += (
-                f" (with no switch given, {' and '.join(maybe)}, the template's default is"
-                f" undecided: text before {self.end!r} is reasoning where it comes, an"
-                " answer where it does not)"
+                f" (with no switch given{where}, the template's default is undecided: text"
+                f" before {self.end!r} is reasoning where it comes, an answer where it"
+                " does not)"
             )
         if self.tools_change_opening and self.opened_with_tools is not None:
             labels = ("thinking on", "thinking off")
@@ -624,10 +625,14 @@ class ThinkingSwitch:
             THINKING_OFF: "thinking off",
             UNDECIDED: "undecided, the output read both ways",
         }[self.default]
-        return (
-            f"switched by {' and '.join(pieces)}, which enable_thinking=True/False stands"
-            f" for; a request that gives none: {default} (enable_thinking=None)"
-        )
+        if [name for name, *_ in self.variables] == ["enable_thinking"]:
+            switched = f"switched by {pieces[0]}"
+        else:
+            switched = (
+                f"switched by the template's {' and '.join(pieces)}, which"
+                " enable_thinking=True/False stands for"
+            )
+        return f"{switched}; a request that gives none: {default} (enable_thinking=None)"
 
 
 # A switch value the spec does not give.

@@ -4,7 +4,7 @@ Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>' (the prompt opens the blo
 Content: '<|START_TEXT|>' (after reasoning).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
 End of turn: '<|END_TEXT|><|END_OF_TURN_TOKEN|>', '<|END_TEXT|>'.
-Thinking: switched by reasoning (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
+Thinking: switched by the template's reasoning (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

@@ -4,7 +4,7 @@ Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>'.
 Content: '<|START_RESPONSE|>' ... '<|END_RESPONSE|>' (always).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
 End of turn: '<|END_OF_TURN_TOKEN|>'.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

@@ -4,7 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' + <name> + '\\n```json\\n' + <arguments> + '\\n```<｜tool▁call▁end｜>', separated by '\\n'; section '<｜tool▁calls▁begin｜>' ... '<｜tool▁calls▁end｜>'.
 End of turn: '<｜end▁of▁sentence｜>'.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

@@ -4,7 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜function_calls>' ... '</｜DSML｜function_calls>'; real outputs also (overrides): calls with no section opener.
 End of turn: '<｜end▁of▁sentence｜>'.
-Thinking: switched by enable_thinking (True on, False off) and thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
+Thinking: switched by the template's enable_thinking (True on, False off) and thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

@@ -4,7 +4,7 @@ Reasoning: '<|channel>thought' ... '<channel|>' (also opened by '<|channel>').
 Content: plain text.
 Tool calls: tagged: '<|tool_call>call:' + <name> + '{' + <arguments> + '}<tool_call|>', separated by ''; real outputs also (overrides): starting '<|tool_call>:'.
 End of turn: '<turn|>'.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

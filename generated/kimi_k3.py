@@ -4,7 +4,7 @@ Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens 
 Content: '<|open|>response<|sep|>' ... '<|close|>response<|sep|>' (always).
 Tool calls: tagged: '<|open|>call tool="' + <name> + '" index="' + <index> + '"<|sep|>' + <arguments> + '<|close|>call<|sep|>', separated by ''; section '<|open|>tools<|sep|>' ... '<|close|>tools<|sep|>'.
 End of turn: '<|close|>message<|sep|><|end_of_msg|>'.
-Thinking: switched by thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
+Thinking: switched by the template's thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

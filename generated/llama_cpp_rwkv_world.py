@@ -1,10 +1,10 @@
 """Output parser for the 'llama_cpp_rwkv_world' chat format.
 
-Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, without tools and with tools, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
+Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
 Content: plain text.
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
 End of turn: not marked.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: undecided, the output read both ways (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: undecided, the output read both ways (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

@@ -1,10 +1,10 @@
 """Output parser for the 'openbmb_minicpm5_1b' chat format.
 
-Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, without tools and with tools, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
+Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
 Content: plain text.
 Tool calls: tagged: '<function name="' + <name> + '">' + <arguments> + '</function>', separated by '\\n'.
 End of turn: '<|im_end|>'.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: undecided, the output read both ways (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: undecided, the output read both ways (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

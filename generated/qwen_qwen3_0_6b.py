@@ -4,7 +4,7 @@ Reasoning: '<think>' ... '</think>'.
 Content: plain text.
 Tool calls: json: '<tool_call>\\n' + a json object (name at name, arguments at arguments) + '\\n</tool_call>', separated by '\\n'.
 End of turn: '<|im_end|>'.
-Thinking: switched by enable_thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar() and tool_call_grammar() give

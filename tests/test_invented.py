@@ -292,7 +292,7 @@ def test_a_thinking_switch_of_another_name_reads_reasoning(compiled):
         "variables": {"deliberate": {"thinking_on": True, "thinking_off": False}},
         "default": "thinking_off",
     }
-    assert "switched by deliberate (True on, False off)" in parser.__doc__
+    assert "switched by the template's deliberate (True on, False off)" in parser.__doc__
     call = '<tool_request>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_request>'
     for text, reasoning, content in [
         ("<musing>\nIt may rain.\n</musing>\nTake an umbrella.<|close|>", "It may rain.", "Take an umbrella."),
