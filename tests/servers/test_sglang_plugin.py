@@ -35,7 +35,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -122,23 +121,21 @@ def _template_kwargs(case) -> dict | None:
 
 
 def _force_reasoning(case) -> bool:
-    """What SGLang hands the reasoning detector for the case's request: its own
-    ``OpenAIServingChat._get_reasoning_from_request``, for a template it has no
-    reasoning config of its own for (the detector's reasoning_default decides)."""
-    from sglang.srt.entrypoints.openai.serving_chat import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        OpenAIServingChat,
-    )
-
-    serving = types.SimpleNamespace(
-        reasoning_parser=case.slug,
-        template_manager=types.SimpleNamespace(reasoning_config=None),
-        _reasoning_detector=reasoning_parser.ReasoningParser(case.slug).detector,
-    )
-    request = protocol.ChatCompletionRequest(
-        messages=[{"role": "user", "content": rt.USER}],
-        chat_template_kwargs=_template_kwargs(case),
-    )
-    return OpenAIServingChat._get_reasoning_from_request(serving, request)
+    """What SGLang 0.5.23 hands the reasoning detector for the case's request, for a
+    template it keeps no reasoning config of its own for: its serving_chat reads the
+    detector's ``reasoning_default`` (``_get_reasoning_from_request``; its module
+    cannot be imported here, it needs the model runtime) — "always": on; "thinking" or
+    "enable_thinking": on unless the request sets that false; "explicit_thinking" or
+    "explicit_enable_thinking": off unless it sets it true."""
+    mode = reasoning_parser.ReasoningParser(case.slug).detector.reasoning_default
+    given = _template_kwargs(case)
+    if mode == "always":
+        return True
+    if mode in ("thinking", "enable_thinking"):
+        return not given or given.get(mode) is not False
+    if mode in ("explicit_thinking", "explicit_enable_thinking"):
+        return given is not None and given.get(mode.removeprefix("explicit_")) is True
+    return False
 
 
 def _read_with(case) -> bool | None:
