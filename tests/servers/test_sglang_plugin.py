@@ -106,21 +106,21 @@ def _switch(slug: str) -> dict | None:
     return rt.load_spec(slug)["capabilities"].get("thinking_switch")
 
 
-def _template_kwargs(case) -> dict | None:
-    """The request's chat-template arguments: the template's switch set as the case's
-    setting says, under its own names and values (``enable_thinking`` where it has no
-    switch); None for a case rendered with the switch undefined."""
+def _template_kwargs(case, spec: str) -> dict | None:
+    """The request's chat-template arguments: the template's switch (``spec``'s) set
+    as the case's setting says, under its own names and values (``enable_thinking``
+    where it has no switch); None for a case rendered with the switch undefined."""
     thinking = case.kind.enable_thinking
     if thinking is None:
         return None
-    switch = _switch(case.slug)
+    switch = _switch(spec)
     if switch is None:
         return {"enable_thinking": thinking}
     key = "thinking_on" if thinking else "thinking_off"
     return {name: values[key] for name, values in switch["variables"].items() if key in values}
 
 
-def _force_reasoning(case) -> bool:
+def _force_reasoning(case, spec: str) -> bool:
     """What SGLang 0.5.23 hands the reasoning detector for the case's request, for a
     template it keeps no reasoning config of its own for: its serving_chat reads the
     detector's ``reasoning_default`` (``_get_reasoning_from_request``; its module
@@ -128,7 +128,7 @@ def _force_reasoning(case) -> bool:
     "enable_thinking": on unless the request sets that false; "explicit_thinking" or
     "explicit_enable_thinking": off unless it sets it true."""
     mode = reasoning_parser.ReasoningParser(case.slug).detector.reasoning_default
-    given = _template_kwargs(case)
+    given = _template_kwargs(case, spec)
     if mode == "always":
         return True
     if mode in ("thinking", "enable_thinking"):
@@ -193,7 +193,9 @@ def _same(got: dict, want: dict) -> bool:
 class Server:
     """One choice of one request, read as SGLang's serving_chat reads it."""
 
-    def __init__(self, case, *, tool_parser: bool = True) -> None:
+    def __init__(self, case, *, tool_parser: bool = True, spec: str | None = None) -> None:
+        """``spec``: the slug of the spec the request's template is (the case's slug,
+        unless the detectors are registered under another name)."""
         slug = case.slug
         self.tools = _tools(case)
         self.tool_parser = tool_parser and _has_calls(slug)
@@ -202,7 +204,7 @@ class Server:
             self.reasoning = reasoning_parser.ReasoningParser(
                 slug,
                 stream_reasoning=True,
-                force_reasoning=_force_reasoning(case),
+                force_reasoning=_force_reasoning(case, spec or slug),
                 tool_call_parser_active=self.tool_parser,
             )
         self.calls = fcp.FunctionCallParser(self.tools, slug) if self.tool_parser else None
