@@ -636,9 +636,10 @@ class ChatTemplate:
         self.source = source
         self.path = path
         self.inputs = inputs or RenderInputs()
-        # The variable the template switches thinking with where it reads no
-        # enable_thinking (capabilities.thinking_switch): set to enable_thinking's value.
-        self.thinking_switch: str | None = None
+        # The variables the template switches thinking with and their values, for
+        # thinking on (True) and off (False) (capabilities.thinking_switch): a render
+        # with enable_thinking True or False sets them so; None: no switch.
+        self.thinking_switch: dict[bool, dict[str, Any]] | None = None
         self.time_limit = time_limit
         self.time_budget = time_budget
         self.spent = 0.0  # seconds the renders took so far
@@ -699,21 +700,26 @@ class ChatTemplate:
         *,
         tools: list[dict] | None = None,
         add_generation_prompt: bool = False,
-        enable_thinking: bool = True,
+        enable_thinking: bool | None = True,
         **extra: Any,
     ) -> str:
+        """``enable_thinking``: thinking on or off, as a request sets it (the template's
+        own switch where it has one); None: not given, the switch left undefined."""
         context = dict(copy.deepcopy(self.inputs.variables))
         context.update(copy.deepcopy(extra))
         context.update(self.inputs.tokens())
         context.update(
             messages=self.inputs.messages(messages),
             add_generation_prompt=add_generation_prompt,
-            enable_thinking=enable_thinking,
             bos_token=self.inputs.bos,
             eos_token=self.inputs.eos,
         )
-        if self.thinking_switch and self.thinking_switch not in extra:
-            context[self.thinking_switch] = enable_thinking
+        if enable_thinking is not None:
+            context["enable_thinking"] = enable_thinking
+            if self.thinking_switch:
+                for name, value in self.thinking_switch[bool(enable_thinking)].items():
+                    if name not in extra:
+                        context[name] = value
         if tools is not None:
             context["tools"] = copy.deepcopy(tools)
         return self._run(context)

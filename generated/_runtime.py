@@ -111,10 +111,12 @@ PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
 TOKEN_IDS: dict[str, int] = _given("TOKEN_IDS", {})
 BOS_TOKEN_ID: int | None = _given("BOS_TOKEN_ID", None)
 EOS_TOKEN_IDS: list[int] = _given("EOS_TOKEN_IDS", [])
-# The grammar of a whole output with thinking on, of the calls from the trigger on,
-# and of a whole output with thinking off.
+# The grammar of a whole output as a request that gives no thinking switch reads it
+# (the template's default), of the calls from the trigger on, and of a whole output
+# with thinking on and with thinking off.
 GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
+_GRAMMAR_THINKING: str = _given("_GRAMMAR_THINKING", "")
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
 # What every generation prompt ends with, from each marker in it on, the longest
@@ -129,14 +131,16 @@ HAS_REASONING: bool = _given("HAS_REASONING", False)
 REASONING_START: str = _given("REASONING_START", "")
 REASONING_STARTS: tuple[str, ...] = _given("REASONING_STARTS", ())
 REASONING_END: str = _given("REASONING_END", "")
-# Whether the prompt opens the block, per enable_thinking; whether it does otherwise
-# when tools are given, and then per enable_thinking.
-OPENED_BY_PROMPT: dict[bool, bool] = _given(
-    "OPENED_BY_PROMPT", {True: False, False: False}
+# Whether the prompt opens the block, per enable_thinking (True, False, and None: a
+# request that gives none, read as the template's default; a None value there: the
+# default is undecided, and the text is reasoning only where the closer comes);
+# whether it does otherwise when tools are given, and then per enable_thinking.
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = _given(
+    "OPENED_BY_PROMPT", {True: False, False: False, None: False}
 )
 TOOLS_CHANGE_OPENING: bool = _given("TOOLS_CHANGE_OPENING", False)
-OPENED_WITH_TOOLS: dict[bool, bool] = _given(
-    "OPENED_WITH_TOOLS", {True: False, False: False}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = _given(
+    "OPENED_WITH_TOOLS", {True: False, False: False, None: False}
 )
 
 # --- content -----------------------------------------------------------------------
@@ -149,9 +153,11 @@ CONTENT_END: str = _given("CONTENT_END", "")
 # opener first, where real outputs write others beside the template's (overrides);
 # () where they do not.
 CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
-# Whether the prompt writes the content's opener, per enable_thinking: the output
-# starts inside the content, which CONTENT_END ends.
-CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
+# Whether the prompt writes the content's opener, per enable_thinking (as
+# OPENED_BY_PROMPT): the output starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool | None, bool] = _given(
+    "CONTENT_OPENED", {True: False, False: False, None: False}
+)
 
 # --- a turn written as several messages (the spec's ``messages``) -------------------
 # What opens each message after the first (the prompt writes the first's), and what
@@ -300,13 +306,14 @@ TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
-# parallel, enable_thinking; None for GBNF_TOOLS) → the rules that differ from the
-# default grammar's.
+# parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
+# that differ from that thinking setting's grammar's.
 _GRAMMAR_CHOICES: dict = _given("_GRAMMAR_CHOICES", {})
 # The parts structural_tag() builds xgrammar's structural tags from (neutral: no
 # reasoning, no calls).
 _STRUCTURAL_TAG: dict = _given(
-    "_STRUCTURAL_TAG", {"reasoning": {"on": None, "off": None}, "calls": None}
+    "_STRUCTURAL_TAG",
+    {"reasoning": {"on": None, "off": None, "default": None}, "calls": None},
 )
 # The format's Lark rules by part, which lark_grammar() completes with the tools
 # (neutral: a format read as plain text, any output).
@@ -315,6 +322,7 @@ _LARK: dict[str, str] = _given(
     {
         "start": "start: reply\n",
         "start-no-thinking": "start: reply\n",
+        "start-default": "start: reply\n",
         "none": "reply: ANY\nANY: /(?s:.*)/\n",
         "rules": "",
     },
@@ -968,12 +976,20 @@ _CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START
 _CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
 
 
+def _setting(enable_thinking):
+    """The key of a thinking setting in the format's tables: True, False, or None for
+    a request that gave none (the template's default)."""
+    return None if enable_thinking is None else bool(enable_thinking)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
-    template may open it only where no tools are given)."""
+    template may open it only where no tools are given); None where it may have or
+    not (a request that gave no switch, to a template whose default is undecided):
+    then the block is read where its closer comes, and not where none does."""
     if TOOLS_CHANGE_OPENING and tools:
-        return OPENED_WITH_TOOLS[bool(enable_thinking)]
-    return OPENED_BY_PROMPT[bool(enable_thinking)]
+        return OPENED_WITH_TOOLS[_setting(enable_thinking)]
+    return OPENED_BY_PROMPT[_setting(enable_thinking)]
 
 
 def _opener(text):
@@ -3643,7 +3659,8 @@ def _calls_after(text, gap, types, strict, past_broken=None):
 
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
-    opened the block (``_opened_by_prompt``). A block left open at the end of
+    opened the block (``_opened_by_prompt``; None: it may have, and the text is
+    reasoning only where the closer comes). A block left open at the end of
     the text is reasoning; an empty one is none. Calls in a block that its closer
     follows are its text (the model wrote about them); where no closer follows,
     the first well-formed calls end it (the model left it open)."""
@@ -3652,7 +3669,7 @@ def _split_reasoning(text, opened, strict=False, types=None):
         opener = _opener(stripped)
         if opener:
             body = stripped[opener:]
-        elif opened:
+        elif opened or (opened is None and REASONING_END in text):
             body = text
         elif stripped.startswith(REASONING_END):
             # A closer with no opener: an empty block whose opener was elided
@@ -3715,9 +3732,12 @@ def _opener_end(text):
     return len(text) - len(stripped) + len(CONTENT_START)
 
 
-def parse(text, *, tools=None, enable_thinking=True, strict=False):
+def parse(text, *, tools=None, enable_thinking=None, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
+    ``enable_thinking``: True or False as the request set the template's thinking
+    switch; None (a request that set none) reads the output as the template's own
+    default has it (``SPEC["capabilities"]["thinking_switch"]["default"]``).
     Never raises on model output unless ``strict``: what fits no format is content,
     and text after the calls is kept as content too.
     """
@@ -3760,7 +3780,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
     if CONTENT_WRAPPED:
-        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+        content = _read_content(rest, strict, CONTENT_OPENED[_setting(enable_thinking)])
     else:
         content = rest.strip()
     if pieces:
@@ -4061,9 +4081,9 @@ class StreamParser:
     abandoned calls left out always merge into ``parse(whole_text)``.
     """
 
-    def __init__(self, *, tools=None, enable_thinking=True):
+    def __init__(self, *, tools=None, enable_thinking=None):
         # Whether the prompt opened the reasoning block (a template may open it only
-        # where no tools are given).
+        # where no tools are given); None: it may have (``parse``).
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
@@ -4077,7 +4097,7 @@ class StreamParser:
         self._backlog = []
         # Whether the prompt wrote the content's opener: its closer ends the content.
         self._content_opened = (
-            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+            CONTENT_OPENED[_setting(enable_thinking)] if CONTENT_WRAPPED else False
         )
         # What closes the content: its closer, or that of the other opener real
         # outputs write (CONTENT_STARTS), once the content opens with it.
@@ -4328,24 +4348,21 @@ class StreamParser:
             opener = _opener(head)
             if opener:
                 self._pending = head[opener:]
+            elif head.startswith(REASONING_END) and not self._prompt_opened:
+                # A closer with no opener: an empty block whose opener was elided.
+                self._pending = head[len(REASONING_END) :]
+                return False
+            elif self._prompt_opened is None:
+                # The prompt may have opened the block (an undecided default): the
+                # text is reasoning only if the closer comes.
+                if not (yield from self._closer_comes()):
+                    return False  # an answer
             elif not self._prompt_opened:
-                if head.startswith(REASONING_END):
-                    # A closer with no opener: an empty block whose opener was elided.
-                    self._pending = head[len(REASONING_END) :]
                 return False
         elif not self._prompt_opened:
             # No marker opens the block, and the history writes answers without the
-            # delimiter: the text is reasoning only if the delimiter comes. It waits
-            # in _maybe_reasoning (the pending text is copied with every chunk), but for
-            # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max(len(REASONING_END), _STOP_REACH)
-            while not self._eof and REASONING_END not in self._pending:
-                cut = max(0, len(self._pending) - margin)
-                self._maybe_reasoning.append(self._pending[:cut])
-                self._pending = self._pending[cut:]
-                yield
-            self._pending = self._rejoined(self._maybe_reasoning)
-            if REASONING_END not in self._pending:
+            # delimiter: the text is reasoning only if the delimiter comes.
+            if not (yield from self._closer_comes()):
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
         search = 0  # a trigger is looked for from here on
@@ -4388,6 +4405,24 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_comes(self):
+        """Whether the reasoning's closer comes before the output ends, where nothing
+        opened the block. The text waits in _maybe_reasoning until then (the pending
+        text is copied with every chunk), but for as much as may still be the closer
+        or an end-of-turn marker; where no closer comes, the rest comes again a piece
+        at a time (``_requeue``)."""
+        margin = max(len(REASONING_END), _STOP_REACH)
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            self._maybe_reasoning.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = self._rejoined(self._maybe_reasoning)
+        if REASONING_END in self._pending:
+            return True
+        self._requeue()
+        return False
 
     def _closer_follows(self):
         """Whether the reasoning's closer comes before the output ends, the text from
@@ -6391,25 +6426,27 @@ _CALL_RULES = ("calls-full", "calls-rest", "calls-root", "call-next")
 
 
 def grammar(
-    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
     included: to the functions ``tools`` names (when it names any), their arguments
     held to the functions' JSON schemas. ``tool_choice``: "auto", "none" (no call),
     "required" (at least one call), or ``{"type": "function", "function": {"name":
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
-    at most one call."""
+    at most one call. ``enable_thinking``: as ``parse`` takes it (None: the
+    template's default)."""
     _require("gbnf")
     tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
-    text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
+    thinking = _setting(enable_thinking)
+    text = {None: GBNF, True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}[thinking]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError("this format writes no tool calls")
         return text
     setting = (choice, bool(parallel_tool_calls) or choice == "none")
     changes = _GRAMMAR_CHOICES.get(
-        setting + (enable_thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
+        setting + (thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
     )
     return _for_tools(text, changes, tools, named, compiled)
 
@@ -6424,7 +6461,7 @@ def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=Tru
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
-    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
+    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), "tools"), {})
     return _for_tools(GBNF_TOOLS, changes, tools, named, compiled)
 
 
@@ -6588,7 +6625,7 @@ def _written_name(name):
 
 
 def structural_tag(
-    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -6598,7 +6635,7 @@ def structural_tag(
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call. A structural tag names each
     function it lets the model call, so without ``tools`` (None or []) it admits no
-    call."""
+    call. ``enable_thinking`` as ``parse`` takes it (None: the template's default)."""
     _require("structural_tag")
     tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
@@ -6623,7 +6660,10 @@ def structural_tag(
         for opener in calls["content_openers"]:
             # The trigger inside the content's opener opens no call.
             body = _one_of([_sequence([_SPACE, _const(opener), body]), body])
-    reasoning = _STRUCTURAL_TAG["reasoning"]["on" if enable_thinking else "off"]
+    setting = _setting(enable_thinking)
+    reasoning = _STRUCTURAL_TAG["reasoning"][
+        "default" if setting is None else ("on" if setting else "off")
+    ]
     if reasoning is not None:
         body = _with_reasoning(reasoning, body, required)
     return {"type": "structural_tag", "format": body}
@@ -6690,7 +6730,8 @@ def _with_reasoning(reasoning, body, required):
         closed.append(
             _sequence([_SPACE, _one_of([_tag(s, _any(), end) for s in starts])])
         )
-    if opened or not starts:
+    # (a prompt that may have opened the block: a closer with no opener ends it)
+    if opened or reasoning.get("maybe") or not starts:
         closed.append(_tag("", _any(), end))
     closed = _one_of(closed)
     options = [_sequence([closed, body])]
@@ -6996,7 +7037,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,
@@ -7006,12 +7047,15 @@ def lark_grammar(
     ``tool_choice``: "auto" (content, calls, or both as the format writes them),
     "none" (no call), "required" (at least one call; content only before calls), or
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
-    only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
-    choice this format or these tools cannot meet."""
+    only); ``parallel_tool_calls=False`` allows one call at most;
+    ``enable_thinking`` as ``parse`` takes it (None: the template's default).
+    ValueError: a choice this format or these tools cannot meet."""
     _require("lark")
     tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
-    thinking = "" if enable_thinking else "-no-thinking"
+    thinking = {None: "-default", True: "", False: "-no-thinking"}[
+        _setting(enable_thinking)
+    ]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError(

@@ -72,8 +72,12 @@ EOS_TOKEN_IDS: list[int] = []
 PROMPT_ENDS: tuple[str, ...] = ("<|begin_assistant|>\nHere are my reasoning steps:",)
 HAS_REASONING: bool = True
 REASONING_END: str = "[BEGIN FINAL RESPONSE]"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: True}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: True}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {True: True, False: True, None: True}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: True,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_calls>["
 SECTION_START: str = "<tool_calls>["
@@ -172,7 +176,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-closed reply | reasoning-body end\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -280,7 +285,10 @@ GBNF = (
     'reasoning-body-20-1 ::= [\\x5B] | "E" [\\x5B]\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -344,7 +352,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]</tool_calls>" ( ws "<|end|>" )* end',
         "call-first-name": '"<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -363,6 +371,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": [],
+            "end": "[BEGIN FINAL RESPONSE]",
+            "opened": True,
+            "always": True,
+        },
+        "default": {
             "starts": [],
             "end": "[BEGIN FINAL RESPONSE]",
             "opened": True,
@@ -407,6 +421,11 @@ _LARK = {
         "REASONING_OPEN: /(?s:.*)/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
+    "start-default": (
+        "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
+        "REASONING_OPEN: /(?s:.*)/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<\\|end\\|>\\s*)?/\n"
@@ -429,6 +448,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
+        "start: REASONING reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /(?s:.*)\\[BEGIN FINAL RESPONSE\\]/ & ~/(?s:.*)\\[BEGIN FINAL RESPONSE\\](?s:.+)/\n"
         "start: REASONING reply\n"
     ),

@@ -209,7 +209,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -332,7 +333,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<seed:think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -395,7 +399,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -412,6 +416,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<seed:think>"],
+            "end": "</seed:think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<seed:think>"],
             "end": "</seed:think>",
             "opened": False,
@@ -469,6 +479,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<seed:think>(?s:.*)/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<seed:think>(?s:.*)/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<seed:eos>|<seed:bos>user|<seed:bos>tool|<seed:bos>system)\\s*)?/\n"
@@ -483,6 +498,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<seed:think>(?s:.*)<\\/seed:think>/ & ~/\\s*<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

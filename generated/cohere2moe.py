@@ -4,7 +4,7 @@ Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>' (the prompt opens the blo
 Content: '<|START_TEXT|>' (after reasoning).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
 End of turn: '<|END_TEXT|><|END_OF_TURN_TOKEN|>', '<|END_TEXT|>', '<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>'.
-Thinking: switched by the template's 'reasoning', which enable_thinking stands for (on where a request does not give it).
+Thinking: switched by the template's reasoning (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -84,8 +84,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<|START_THINKING|>"
 REASONING_STARTS: tuple[str, ...] = ("<|START_THINKING|>",)
 REASONING_END: str = "<|END_THINKING|>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
 CONTENT_WRAPPED: bool = True
 CONTENT_START: str = "<|START_TEXT|>"
 HAS_CALLS: bool = True
@@ -151,7 +159,10 @@ SPEC = {
             "text_wrapper",
             "tool_call_id_seen",
         ],
-        "thinking_switch": {"variable": "reasoning", "default": True},
+        "thinking_switch": {
+            "variables": {"reasoning": {"thinking_on": True, "thinking_off": False}},
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -216,7 +227,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -330,7 +342,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|START_THINKING|>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -528,7 +543,7 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
         "reply": "content-open-trig calls-rest | content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -552,6 +567,12 @@ _STRUCTURAL_TAG: dict = {
             "end": "<|END_THINKING|>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<|START_THINKING|>"],
+            "end": "<|END_THINKING|>",
+            "opened": True,
+            "always": True,
         },
     },
     "calls": {
@@ -595,6 +616,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT_OPEN | CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>)\\s*)?/\n"
@@ -621,6 +647,10 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>/ & ~/(?:\\s*<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | CONTENT_TRIG calls_rest\n",

@@ -4,6 +4,7 @@ Reasoning: '<|START_THINKING|>' ... '<|END_THINKING|>'.
 Content: '<|START_RESPONSE|>' ... '<|END_RESPONSE|>' (always).
 Tool calls: json: '\\n    ' + a json object (name at tool_name, arguments at parameters) + '', separated by ','; section '<|START_ACTION|>[' ... ']'.
 End of turn: '<|END_OF_TURN_TOKEN|>', '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>', '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -135,6 +136,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["developer_preamble", "enable_citations"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "tools_only",
@@ -199,7 +206,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -343,7 +351,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|START_THINKING|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -429,7 +440,7 @@ _GRAMMAR_CHOICES = {
         "content-open-closed": 'ws "<|START_RESPONSE|>" content-closed end',
         "reply": "content-open-closed | content-open-body | end",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -449,6 +460,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|START_THINKING|>"],
+            "end": "<|END_THINKING|>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|START_THINKING|>"],
             "end": "<|END_THINKING|>",
             "opened": False,
@@ -496,6 +513,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)\\s*)?/\n"
@@ -519,6 +541,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<｜tool▁call▁begin｜>function<｜tool▁sep｜>' + <name> + '\\n```json\\n' + <arguments> + '\\n```<｜tool▁call▁end｜>', separated by '\\n'; section '<｜tool▁calls▁begin｜>' ... '<｜tool▁calls▁end｜>'.
 End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -83,8 +84,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<｜tool▁calls▁begin｜>"
 SECTION_START: str = "<｜tool▁calls▁begin｜>"
@@ -131,6 +140,12 @@ SPEC = {
         "reasoning_field": None,
         "thinking_toggle": True,
         "undeclared_variables": ["content"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -191,98 +206,9 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "t" ( "o" ( "o" ( "l" ( "▁" ( "c" ( "a" ( "l" ( "l" ( "s" ( "▁" ( "b" ( "e" ( "g" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜tool▁calls▁beg" content-trig-from-16\n'
-    'content-body-from-16 ::= ( "i" ( "n" ( "｜" )? )? )?\n'
-    'content-trig-from-16 ::= "in｜>"\n'
-    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
-    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
-    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
-    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
-    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
-    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
-    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
-    'content-body-6-0 ::= [^<▁] | "▁" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "▁" content-body-7-1\n'
-    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
-    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
-    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
-    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
-    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
-    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
-    'content-body-11-0 ::= [^<s] | "s" content-body-12-0\n'
-    'content-body-11-1 ::= [<] | "s" content-body-12-1\n'
-    'content-body-12-0 ::= [^<▁] | "▁" content-body-13-0\n'
-    'content-body-12-1 ::= [<] | "▁" content-body-13-1\n'
-    'content-body-13-0 ::= [^<b] | "b" content-body-14-0\n'
-    'content-body-13-1 ::= [<] | "b" content-body-14-1\n'
-    'content-body-14-0 ::= [^<e] | "e" content-body-15-0\n'
-    'content-body-14-1 ::= [<] | "e" content-body-15-1\n'
-    'content-body-15-0 ::= [^<g] | "g" content-body-16-0\n'
-    'content-body-15-1 ::= [<] | "g" content-body-16-1\n'
-    'content-body-16-0 ::= [^<i] | "i" content-body-17-0\n'
-    'content-body-16-1 ::= [<] | "i" content-body-17-1\n'
-    'content-body-17-0 ::= [^<n] | "n" content-body-18-0\n'
-    'content-body-17-1 ::= [<] | "n" content-body-18-1\n'
-    'content-body-18-0 ::= [^<｜] | "｜" [^<>]\n'
-    'content-body-18-1 ::= [<] | "｜" [<]\n'
-    "tool-name ::= [^\\x00- `\\x7F]+\n"
-    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
-    "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
-    "json-member ::= json-key json-value\n"
-    'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
-    'json-open ::= "{" ws\n'
-    'json-close ::= ws "}"\n'
-    'json-list-open ::= "[" ws\n'
-    'json-list-close ::= ws "]"\n'
-    'json-comma ::= ws "," ws\n'
-    'json-string ::= "\\"" json-char* "\\""\n'
-    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
-    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
-    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    'arguments-open ::= ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws\n'
-    "tool-arguments ::= json-members\n"
-    'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
-    "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end\n'
-    "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
-    "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
-    "reply ::= content-body end | content-trig calls-rest\n"
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
-    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
-    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
-    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
-    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
-    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
-    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
-    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
-    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
-    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
-    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
-    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
-    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
-    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
-    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
-)
-
-# ... and thinking off.
-_GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ws )?\n'
@@ -371,6 +297,99 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
+# ... with thinking on.
+_GRAMMAR_THINKING = (
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "t" ( "o" ( "o" ( "l" ( "▁" ( "c" ( "a" ( "l" ( "l" ( "s" ( "▁" ( "b" ( "e" ( "g" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜tool▁calls▁beg" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "i" ( "n" ( "｜" )? )? )?\n'
+    'content-trig-from-16 ::= "in｜>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
+    'content-body-2-0 ::= [^<t] | "t" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "t" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<o] | "o" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "o" content-body-5-1\n'
+    'content-body-5-0 ::= [^<l] | "l" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "l" content-body-6-1\n'
+    'content-body-6-0 ::= [^<▁] | "▁" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "▁" content-body-7-1\n'
+    'content-body-7-0 ::= [^<c] | "c" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "c" content-body-8-1\n'
+    'content-body-8-0 ::= [^<a] | "a" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "a" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "l" content-body-10-1\n'
+    'content-body-10-0 ::= [^<l] | "l" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "l" content-body-11-1\n'
+    'content-body-11-0 ::= [^<s] | "s" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "s" content-body-12-1\n'
+    'content-body-12-0 ::= [^<▁] | "▁" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "▁" content-body-13-1\n'
+    'content-body-13-0 ::= [^<b] | "b" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "b" content-body-14-1\n'
+    'content-body-14-0 ::= [^<e] | "e" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "e" content-body-15-1\n'
+    'content-body-15-0 ::= [^<g] | "g" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "g" content-body-16-1\n'
+    'content-body-16-0 ::= [^<i] | "i" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "i" content-body-17-1\n'
+    'content-body-17-0 ::= [^<n] | "n" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "n" content-body-18-1\n'
+    'content-body-18-0 ::= [^<｜] | "｜" [^<>]\n'
+    'content-body-18-1 ::= [<] | "｜" [<]\n'
+    "tool-name ::= [^\\x00- `\\x7F]+\n"
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    'arguments-open ::= ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws\n'
+    "tool-arguments ::= json-members\n"
+    'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
+    "call-next ::= arguments-open tool-arguments call-next-part\n"
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
+    "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
+)
+
+# ... with thinking off.
+_GRAMMAR_NO_THINKING = GBNF
+
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
@@ -434,7 +453,18 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
+        "calls-rest": "arguments-open tool-arguments calls-rest-part",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws',
         "calls-root-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
@@ -452,6 +482,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -496,6 +532,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>)\\s*)?/\n"
@@ -510,6 +551,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

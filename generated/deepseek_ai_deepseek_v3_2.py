@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<｜DSML｜invoke name="' + <name> + '">\\n' + <arguments> + '</｜DSML｜invoke>\\n', separated by ''; section '<｜DSML｜function_calls>' ... '</｜DSML｜function_calls>'; real outputs also (overrides): calls with no section opener.
 End of turn: '<｜end▁of▁sentence｜>', '<｜User｜>', '<function_results>'.
+Thinking: switched by the template's enable_thinking (True on, False off) and thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -77,8 +78,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<｜DSML｜function_calls>"
 SECTION_START: str = "<｜DSML｜function_calls>"
@@ -150,6 +159,13 @@ SPEC = {
             "tool_call_count",
             "ts",
         ],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False},
+                "thinking": {"thinking_on": True, "thinking_off": False},
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -225,128 +241,9 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "_" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜function_" content-trig-from-16\n'
-    'content-body-from-16 ::= ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )?\n'
-    'content-trig-from-16 ::= "calls>"\n'
-    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
-    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
-    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
-    'content-body-2-0 ::= [^<D] | "D" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "D" content-body-3-1\n'
-    'content-body-3-0 ::= [^<S] | "S" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "S" content-body-4-1\n'
-    'content-body-4-0 ::= [^<M] | "M" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "M" content-body-5-1\n'
-    'content-body-5-0 ::= [^<L] | "L" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "L" content-body-6-1\n'
-    'content-body-6-0 ::= [^<｜] | "｜" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "｜" content-body-7-1\n'
-    'content-body-7-0 ::= [^<f] | "f" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "f" content-body-8-1\n'
-    'content-body-8-0 ::= [^<u] | "u" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "u" content-body-9-1\n'
-    'content-body-9-0 ::= [^<n] | "n" content-body-10-0\n'
-    'content-body-9-1 ::= [<] | "n" content-body-10-1\n'
-    'content-body-10-0 ::= [^<c] | "c" content-body-11-0\n'
-    'content-body-10-1 ::= [<] | "c" content-body-11-1\n'
-    'content-body-11-0 ::= [^<t] | "t" content-body-12-0\n'
-    'content-body-11-1 ::= [<] | "t" content-body-12-1\n'
-    'content-body-12-0 ::= [^<i] | "i" content-body-13-0\n'
-    'content-body-12-1 ::= [<] | "i" content-body-13-1\n'
-    'content-body-13-0 ::= [^<o] | "o" content-body-14-0\n'
-    'content-body-13-1 ::= [<] | "o" content-body-14-1\n'
-    'content-body-14-0 ::= [^<n] | "n" content-body-15-0\n'
-    'content-body-14-1 ::= [<] | "n" content-body-15-1\n'
-    'content-body-15-0 ::= [^<_] | "_" content-body-16-0\n'
-    'content-body-15-1 ::= [<] | "_" content-body-16-1\n'
-    'content-body-16-0 ::= [^<c] | "c" content-body-17-0\n'
-    'content-body-16-1 ::= [<] | "c" content-body-17-1\n'
-    'content-body-17-0 ::= [^<a] | "a" content-body-18-0\n'
-    'content-body-17-1 ::= [<] | "a" content-body-18-1\n'
-    'content-body-18-0 ::= [^<l] | "l" content-body-19-0\n'
-    'content-body-18-1 ::= [<] | "l" content-body-19-1\n'
-    'content-body-19-0 ::= [^<l] | "l" content-body-20-0\n'
-    'content-body-19-1 ::= [<] | "l" content-body-20-1\n'
-    'content-body-20-0 ::= [^<s] | "s" [^<>]\n'
-    'content-body-20-1 ::= [<] | "s" [<]\n'
-    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
-    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\">]\n'
-    'argument-attribute-1-1 ::= [\\"]\n'
-    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
-    'argument-value-closed-from-16 ::= "r>"\n'
-    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
-    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
-    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
-    'argument-value-2-0 ::= [^<｜] | "｜" argument-value-3-0\n'
-    'argument-value-2-1 ::= [<] | "｜" argument-value-3-1\n'
-    'argument-value-3-0 ::= [^<D] | "D" argument-value-4-0\n'
-    'argument-value-3-1 ::= [<] | "D" argument-value-4-1\n'
-    'argument-value-4-0 ::= [^<S] | "S" argument-value-5-0\n'
-    'argument-value-4-1 ::= [<] | "S" argument-value-5-1\n'
-    'argument-value-5-0 ::= [^<M] | "M" argument-value-6-0\n'
-    'argument-value-5-1 ::= [<] | "M" argument-value-6-1\n'
-    'argument-value-6-0 ::= [^<L] | "L" argument-value-7-0\n'
-    'argument-value-6-1 ::= [<] | "L" argument-value-7-1\n'
-    'argument-value-7-0 ::= [^<｜] | "｜" argument-value-8-0\n'
-    'argument-value-7-1 ::= [<] | "｜" argument-value-8-1\n'
-    'argument-value-8-0 ::= [^<p] | "p" argument-value-9-0\n'
-    'argument-value-8-1 ::= [<] | "p" argument-value-9-1\n'
-    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
-    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
-    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
-    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
-    'argument-value-11-0 ::= [^<a] | "a" argument-value-12-0\n'
-    'argument-value-11-1 ::= [<] | "a" argument-value-12-1\n'
-    'argument-value-12-0 ::= [^<m] | "m" argument-value-13-0\n'
-    'argument-value-12-1 ::= [<] | "m" argument-value-13-1\n'
-    'argument-value-13-0 ::= [^<e] | "e" argument-value-14-0\n'
-    'argument-value-13-1 ::= [<] | "e" argument-value-14-1\n'
-    'argument-value-14-0 ::= [^<t] | "t" argument-value-15-0\n'
-    'argument-value-14-1 ::= [<] | "t" argument-value-15-1\n'
-    'argument-value-15-0 ::= [^<e] | "e" argument-value-16-0\n'
-    'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
-    'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
-    'argument-value-16-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
-    'arguments-close ::= ws "</｜DSML｜invoke>" ws\n'
-    "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
-    "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
-    "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
-    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
-    "reply ::= content-body end | content-trig calls-rest\n"
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
-    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
-    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
-    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
-    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
-    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
-    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
-    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
-    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
-    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
-    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
-    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
-    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
-    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
-    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
-)
-
-# ... and thinking off.
-_GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
@@ -465,6 +362,129 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
+# ... with thinking on.
+_GRAMMAR_THINKING = (
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "_" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜function_" content-trig-from-16\n'
+    'content-body-from-16 ::= ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )?\n'
+    'content-trig-from-16 ::= "calls>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<｜] | "｜" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "｜" content-body-2-1\n'
+    'content-body-2-0 ::= [^<D] | "D" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "D" content-body-3-1\n'
+    'content-body-3-0 ::= [^<S] | "S" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "S" content-body-4-1\n'
+    'content-body-4-0 ::= [^<M] | "M" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "M" content-body-5-1\n'
+    'content-body-5-0 ::= [^<L] | "L" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "L" content-body-6-1\n'
+    'content-body-6-0 ::= [^<｜] | "｜" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "｜" content-body-7-1\n'
+    'content-body-7-0 ::= [^<f] | "f" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "f" content-body-8-1\n'
+    'content-body-8-0 ::= [^<u] | "u" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "u" content-body-9-1\n'
+    'content-body-9-0 ::= [^<n] | "n" content-body-10-0\n'
+    'content-body-9-1 ::= [<] | "n" content-body-10-1\n'
+    'content-body-10-0 ::= [^<c] | "c" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "c" content-body-11-1\n'
+    'content-body-11-0 ::= [^<t] | "t" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "t" content-body-12-1\n'
+    'content-body-12-0 ::= [^<i] | "i" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "i" content-body-13-1\n'
+    'content-body-13-0 ::= [^<o] | "o" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "o" content-body-14-1\n'
+    'content-body-14-0 ::= [^<n] | "n" content-body-15-0\n'
+    'content-body-14-1 ::= [<] | "n" content-body-15-1\n'
+    'content-body-15-0 ::= [^<_] | "_" content-body-16-0\n'
+    'content-body-15-1 ::= [<] | "_" content-body-16-1\n'
+    'content-body-16-0 ::= [^<c] | "c" content-body-17-0\n'
+    'content-body-16-1 ::= [<] | "c" content-body-17-1\n'
+    'content-body-17-0 ::= [^<a] | "a" content-body-18-0\n'
+    'content-body-17-1 ::= [<] | "a" content-body-18-1\n'
+    'content-body-18-0 ::= [^<l] | "l" content-body-19-0\n'
+    'content-body-18-1 ::= [<] | "l" content-body-19-1\n'
+    'content-body-19-0 ::= [^<l] | "l" content-body-20-0\n'
+    'content-body-19-1 ::= [<] | "l" content-body-20-1\n'
+    'content-body-20-0 ::= [^<s] | "s" [^<>]\n'
+    'content-body-20-1 ::= [<] | "s" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
+    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
+    'argument-attribute-1-0 ::= [^\\">]\n'
+    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
+    'argument-value-closed-from-16 ::= "r>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<｜] | "｜" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "｜" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<D] | "D" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "D" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<S] | "S" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "S" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<M] | "M" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "M" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<L] | "L" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "L" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<｜] | "｜" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "｜" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<p] | "p" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "p" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<a] | "a" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "a" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<r] | "r" argument-value-11-0\n'
+    'argument-value-10-1 ::= [<] | "r" argument-value-11-1\n'
+    'argument-value-11-0 ::= [^<a] | "a" argument-value-12-0\n'
+    'argument-value-11-1 ::= [<] | "a" argument-value-12-1\n'
+    'argument-value-12-0 ::= [^<m] | "m" argument-value-13-0\n'
+    'argument-value-12-1 ::= [<] | "m" argument-value-13-1\n'
+    'argument-value-13-0 ::= [^<e] | "e" argument-value-14-0\n'
+    'argument-value-13-1 ::= [<] | "e" argument-value-14-1\n'
+    'argument-value-14-0 ::= [^<t] | "t" argument-value-15-0\n'
+    'argument-value-14-1 ::= [<] | "t" argument-value-15-1\n'
+    'argument-value-15-0 ::= [^<e] | "e" argument-value-16-0\n'
+    'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
+    'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
+    'argument-value-16-1 ::= [<] | "r" [<]\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
+    'arguments-close ::= ws "</｜DSML｜invoke>" ws\n'
+    "tool-arguments ::= argument* arguments-close\n"
+    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    "call-next ::= call-next-part tool-arguments\n"
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
+)
+
+# ... with thinking off.
+_GRAMMAR_NO_THINKING = GBNF
+
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
@@ -553,7 +573,18 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-rest-part-2": "calls-more",
+        "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -570,6 +601,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -631,6 +668,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<function_results>)\\s*)?/\n"
@@ -645,6 +687,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

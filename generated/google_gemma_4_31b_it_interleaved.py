@@ -4,6 +4,7 @@ Reasoning: '<|channel>thought' ... '<channel|>' (also opened by '<|channel>').
 Content: plain text.
 Tool calls: tagged: '<|tool_call>call:' + <name> + '{' + <arguments> + '}<tool_call|>', separated by ''; real outputs also (overrides): starting '<|tool_call>:'.
 End of turn: '<turn|>', '<|turn>user', '<|turn>tool', '<|turn>system'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -143,6 +144,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["ns_args", "ns_items", "response_declaration"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "tools_only",
@@ -240,7 +247,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -401,7 +409,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|channel>thought" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -523,7 +534,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {"calls-more": "calls-after"},
+    ("auto", False, "tools"): {"calls-more": "calls-after"},
 }
 
 # The parts structural_tag() builds xgrammar's structural tags from.
@@ -536,6 +547,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|channel>thought", "<|channel>"],
+            "end": "<channel|>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|channel>thought", "<|channel>"],
             "end": "<channel|>",
             "opened": False,
@@ -598,6 +615,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system)\\s*)?/\n"
@@ -627,6 +649,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

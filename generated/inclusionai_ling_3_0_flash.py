@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '\\n' + <arguments> + '\\n</tool_call>', separated by '\\n'.
 End of turn: '<|role_end|>', '<role>HUMAN</role>', '<role>OBSERVATION</role>', '<role>SYSTEM</role>'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -84,8 +85,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>"
@@ -142,6 +151,12 @@ SPEC = {
         "reasoning_field": "reasoning_content",
         "thinking_toggle": True,
         "undeclared_variables": ["content", "reasoning_content", "thinking_option"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -210,7 +225,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -289,7 +305,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -439,7 +458,7 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|role_end|>" | "<role>HUMAN</role>" | "<role>OBSERVATION</role>" | "<role>SYSTEM</role>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -460,6 +479,12 @@ _STRUCTURAL_TAG: dict = {
             "end": "</think>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": True,
+            "always": True,
         },
     },
     "calls": {
@@ -513,6 +538,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|role_end\\|>|<role>HUMAN<\\/role>|<role>OBSERVATION<\\/role>|<role>SYSTEM<\\/role>)\\s*)?/\n"
@@ -529,6 +559,10 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",

@@ -4,7 +4,7 @@ Reasoning: '<|open|>think<|sep|>' ... '<|close|>think<|sep|>' (the prompt opens 
 Content: '<|open|>response<|sep|>' ... '<|close|>response<|sep|>' (always).
 Tool calls: tagged: '<|open|>call tool="' + <name> + '" index="' + <index> + '"<|sep|>' + <arguments> + '<|close|>call<|sep|>', separated by ''; section '<|open|>tools<|sep|>' ... '<|close|>tools<|sep|>'.
 End of turn: '<|close|>message<|sep|><|end_of_msg|>', '<|open|>message'.
-Thinking: switched by the template's 'thinking', which enable_thinking stands for (on where a request does not give it).
+Thinking: switched by the template's thinking (True on, False off), which enable_thinking=True/False stands for; a request that gives none: thinking on (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -80,13 +80,21 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<|open|>think<|sep|>"
 REASONING_STARTS: tuple[str, ...] = ("<|open|>think<|sep|>",)
 REASONING_END: str = "<|close|>think<|sep|>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: True,
+}
 CONTENT_WRAPPED: bool = True
 CONTENT_ALWAYS_WRAPPED: bool = True
 CONTENT_START: str = "<|open|>response<|sep|>"
 CONTENT_END: str = "<|close|>response<|sep|>"
-CONTENT_OPENED: dict[bool, bool] = {True: False, False: True}
+CONTENT_OPENED: dict[bool | None, bool] = {True: False, False: True, None: False}
 HAS_CALLS: bool = True
 TRIGGER: str = "<|open|>tools<|sep|>"
 SECTION_START: str = "<|open|>tools<|sep|>"
@@ -165,7 +173,10 @@ SPEC = {
             "thinking_effort",
             "tool_name",
         ],
-        "thinking_switch": {"variable": "thinking", "default": True},
+        "thinking_switch": {
+            "variables": {"thinking": {"thinking_on": True, "thinking_off": False}},
+            "default": "thinking_on",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -245,7 +256,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -461,7 +473,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|open|>think<|sep|>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -800,7 +815,7 @@ _GRAMMAR_CHOICES = {
         "content-open-closed": 'ws "<|open|>response<|sep|>" content-closed end',
         "reply": "content-open-closed | content-open-body | content-closed end | content-body end | end",
     },
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -821,6 +836,12 @@ _STRUCTURAL_TAG: dict = {
             "end": "<|close|>think<|sep|>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<|open|>think<|sep|>"],
+            "end": "<|close|>think<|sep|>",
+            "opened": True,
+            "always": True,
         },
     },
     "calls": {
@@ -880,6 +901,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN\n"
+    ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | CONTENT_CLOSED END | CONTENT | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message)\\s*)?/\n"
@@ -900,6 +926,10 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED (calls_full | END) | CONTENT | CONTENT_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_CLOSED calls_full | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED calls_full | CONTENT_TRIG calls_rest | calls_full\n",

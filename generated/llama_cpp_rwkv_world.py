@@ -1,9 +1,10 @@
 """Output parser for the 'llama_cpp_rwkv_world' chat format.
 
-Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
+Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
 Content: plain text.
 Tool calls: json: '<call>' + a json object (name at name, arguments at arguments) + '</call>', separated by '\\n' (our fallback format: the template writes none).
 End of turn: not marked.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: undecided, the output read both ways (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -69,8 +70,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: None,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: None,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<call>"
 CALL_START: str = "<call>"
@@ -117,6 +126,12 @@ SPEC = {
         "reasoning_field": None,
         "thinking_toggle": True,
         "undeclared_variables": ["content"],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "undecided",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -144,8 +159,97 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
+    "root ::= reasoning-open-closed reply | reasoning-led reply | reasoning-open-body | reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    "end ::= ws\n"
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "c" ( "a" ( "l" ( "l" )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<c] | "c" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "c" content-body-2-1\n'
+    'content-body-2-0 ::= [^<a] | "a" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "a" content-body-3-1\n'
+    'content-body-3-0 ::= [^<l] | "l" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "l" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-4-1 ::= [<] | "l" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    "tool-arguments ::= json-object\n"
+    'call-first-name ::= ws "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= json-close\n"
+    "call-10 ::= call-then-arguments tool-arguments call-11\n"
+    'call-first-arguments ::= ws "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= call-then-name call-11\n"
+    'call-next-part ::= ws "</call>"\n'
+    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
+    "calls-more-part ::= end\n"
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'calls-rest-part ::= ws "</call>"\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-led ::= reasoning-lead-0-0* "<" reasoning-lead-1-1* "/think>"\n'
+    'reasoning-lead-0-0 ::= [^<] | "<" reasoning-lead-1-1* reasoning-lead-1-0\n'
+    'reasoning-lead-1-0 ::= [^/<c] | "/" reasoning-lead-2a-0 | "c" reasoning-lead-2b-0\n'
+    'reasoning-lead-1-1 ::= [<] | "/" reasoning-lead-2a-1 | "c" reasoning-lead-2b-1\n'
+    'reasoning-lead-2a-0 ::= [^<t] | "t" reasoning-lead-3a-0\n'
+    'reasoning-lead-2a-1 ::= [<] | "t" reasoning-lead-3a-1\n'
+    'reasoning-lead-2b-0 ::= [^<a] | "a" reasoning-lead-3b-0\n'
+    'reasoning-lead-2b-1 ::= [<] | "a" reasoning-lead-3b-1\n'
+    'reasoning-lead-3a-0 ::= [^<h] | "h" reasoning-lead-4a-0\n'
+    'reasoning-lead-3a-1 ::= [<] | "h" reasoning-lead-4a-1\n'
+    'reasoning-lead-3b-0 ::= [^<l] | "l" reasoning-lead-4b-0\n'
+    'reasoning-lead-3b-1 ::= [<] | "l" reasoning-lead-4b-1\n'
+    'reasoning-lead-4a-0 ::= [^<i] | "i" reasoning-lead-5a-0\n'
+    'reasoning-lead-4a-1 ::= [<] | "i" reasoning-lead-5a-1\n'
+    'reasoning-lead-4b-0 ::= [^<l] | "l" [^<>]\n'
+    'reasoning-lead-4b-1 ::= [<] | "l" [<]\n'
+    'reasoning-lead-5a-0 ::= [^<n] | "n" reasoning-lead-6-0\n'
+    'reasoning-lead-5a-1 ::= [<] | "n" reasoning-lead-6-1\n'
+    'reasoning-lead-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-lead-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
+)
+
+# ... with thinking on.
+_GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     "end ::= ws\n"
@@ -212,7 +316,7 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -356,7 +460,20 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
+        "calls-more": "end",
+        "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
+        "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
+        "calls-rest-part": 'ws "</call>" calls-more',
+        "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": "end",
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -379,6 +496,13 @@ _STRUCTURAL_TAG: dict = {
             "end": "</think>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+            "maybe": True,
         },
     },
     "calls": {
@@ -415,6 +539,12 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<call>)(?s:.+)/\n"
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_LED reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*/\n"
@@ -439,6 +569,11 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        "REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<call>)(?s:.+)/\n"
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | REASONING_LED reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",

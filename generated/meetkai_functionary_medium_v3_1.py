@@ -172,7 +172,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -224,7 +225,10 @@ GBNF = (
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -277,7 +281,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" | "<|eom_id|>" ) )* end',
         "arguments-open": '"<function=" ws tool-name ws ">" ws "{" ws',
         "calls-root-part": 'ws "</function>" calls-more',
@@ -287,7 +291,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": ["<function="],
         "call_trigger": "<function=",
@@ -314,6 +318,7 @@ _STRUCTURAL_TAG: dict = {
 _LARK = {
     "start": "start: reply\n",
     "start-no-thinking": "start: reply\n",
+    "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
@@ -325,6 +330,7 @@ _LARK = {
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
+    "start-calls-default": "start: reply\n",
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",

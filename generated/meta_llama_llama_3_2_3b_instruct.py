@@ -207,7 +207,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -247,7 +248,10 @@ GBNF = (
     "reply ::= content-body end | calls-full\n"
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -307,7 +311,7 @@ _GRAMMAR_CHOICES = {
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
@@ -318,7 +322,7 @@ _GRAMMAR_CHOICES = {
 
 # The parts structural_tag() builds xgrammar's structural tags from.
 _STRUCTURAL_TAG: dict = {
-    "reasoning": {"on": None, "off": None},
+    "reasoning": {"on": None, "off": None, "default": None},
     "calls": {
         "triggers": [],
         "call_trigger": "",
@@ -345,6 +349,7 @@ _STRUCTURAL_TAG: dict = {
 _LARK = {
     "start": "start: reply\n",
     "start-no-thinking": "start: reply\n",
+    "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
@@ -362,6 +367,7 @@ _LARK = {
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
+    "start-calls-default": "start: reply\n",
     "auto": "reply: CONTENT | calls_full\n",
     "required": "reply: calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",

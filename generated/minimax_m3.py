@@ -218,7 +218,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -368,7 +369,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<mm:think>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -438,7 +442,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "[e~[" | "</tool_call>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -455,6 +459,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<mm:think>"],
+            "end": "</mm:think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<mm:think>"],
             "end": "</mm:think>",
             "opened": False,
@@ -516,6 +526,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:\\[e\\~\\[\\s*)?/\n"
@@ -530,6 +545,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

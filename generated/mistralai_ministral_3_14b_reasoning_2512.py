@@ -178,7 +178,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -249,7 +250,10 @@ GBNF = (
     'reasoning-open-body ::= ws "[THINK]" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -304,7 +308,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
         "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
@@ -322,6 +326,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["[THINK]"],
+            "end": "[/THINK]",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["[THINK]"],
             "end": "[/THINK]",
             "opened": False,
@@ -375,6 +385,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*\\[THINK\\](?s:.*)/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
+        "REASONING_OPEN: /\\s*\\[THINK\\](?s:.*)/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:\\[INST\\]|\\[TOOL_RESULTS\\])\\s*)?/\n"
@@ -389,6 +404,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\]/ & ~/\\s*\\[THINK\\](?s:.*)\\[\\/THINK\\](?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -243,7 +243,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -357,7 +358,10 @@ GBNF = (
     'reasoning-open-body ::= ws "to=self<|message|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -435,7 +439,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -452,6 +456,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["to=self<|message|>"],
+            "end": "<|eom|><|start|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["to=self<|message|>"],
             "end": "<|eom|><|start|>assistant",
             "opened": False,
@@ -511,6 +521,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>)\\s*)?/\n"
@@ -525,6 +540,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

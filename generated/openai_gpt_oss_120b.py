@@ -281,7 +281,8 @@ SPEC = {
     ],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -396,7 +397,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|channel|>analysis<|message|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -459,7 +463,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
         "arguments-open": '"to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-root-part": 'ws "<|call|>" calls-more',
@@ -477,6 +481,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|channel|>analysis<|message|>"],
+            "end": "<|end|><|start|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|channel|>analysis<|message|>"],
             "end": "<|end|><|start|>assistant",
             "opened": False,
@@ -559,6 +569,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions)\\s*)?/\n"
@@ -573,6 +588,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

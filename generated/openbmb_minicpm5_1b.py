@@ -1,9 +1,10 @@
 """Output parser for the 'openbmb_minicpm5_1b' chat format.
 
-Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on).
+Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on) (with no switch given, the template's default is undecided: text before '</think>' is reasoning where it comes, an answer where it does not).
 Content: plain text.
 Tool calls: tagged: '<function name="' + <name> + '">' + <arguments> + '</function>', separated by '\\n'.
 End of turn: '<|im_end|>', '<|im_start|>user', '<|im_start|>system'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: undecided, the output read both ways (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -75,8 +76,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: None,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: None,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = '<function name="'
 CALL_START: str = '<function name="'
@@ -149,6 +158,12 @@ SPEC = {
             "tool_definitions",
             "tool_sep_count",
         ],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "undecided",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -216,8 +231,130 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
+    "root ::= reasoning-open-closed reply | reasoning-led reply | reasoning-open-body | reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<f] | "f" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "f" content-body-2-1\n'
+    'content-body-2-0 ::= [^<u] | "u" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "u" content-body-3-1\n'
+    'content-body-3-0 ::= [^<n] | "n" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "n" content-body-4-1\n'
+    'content-body-4-0 ::= [^<c] | "c" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "c" content-body-5-1\n'
+    'content-body-5-0 ::= [^<t] | "t" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "t" content-body-6-1\n'
+    'content-body-6-0 ::= [^<i] | "i" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "i" content-body-7-1\n'
+    'content-body-7-0 ::= [^<o] | "o" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "o" content-body-8-1\n'
+    'content-body-8-0 ::= [^<n] | "n" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "n" content-body-9-1\n'
+    'content-body-9-0 ::= [^ <] | " " content-body-10-0\n'
+    'content-body-9-1 ::= [<] | " " content-body-10-1\n'
+    'content-body-10-0 ::= [^<n] | "n" content-body-11-0\n'
+    'content-body-10-1 ::= [<] | "n" content-body-11-1\n'
+    'content-body-11-0 ::= [^<a] | "a" content-body-12-0\n'
+    'content-body-11-1 ::= [<] | "a" content-body-12-1\n'
+    'content-body-12-0 ::= [^<m] | "m" content-body-13-0\n'
+    'content-body-12-1 ::= [<] | "m" content-body-13-1\n'
+    'content-body-13-0 ::= [^<e] | "e" content-body-14-0\n'
+    'content-body-13-1 ::= [<] | "e" content-body-14-1\n'
+    'content-body-14-0 ::= [^<=] | "=" [^\\"<]\n'
+    'content-body-14-1 ::= [<] | "=" [<]\n'
+    'tool-name ::= [^\\x00- \\"\\x7F]+\n'
+    'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/param>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<p] | "p" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "p" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<a] | "a" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "a" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<r] | "r" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "r" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<a] | "a" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "a" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<m] | "m" [^<>]\n'
+    'argument-value-6-1 ::= [<] | "m" [<]\n'
+    'argument ::= ws "<param name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'arguments-close ::= ws "</function>"\n'
+    "tool-arguments ::= argument* arguments-close\n"
+    'call-next-part ::= ws "<function name=\\"" ws tool-name ws "\\">"\n'
+    "call-next ::= call-next-part tool-arguments\n"
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'calls-rest-part ::= ws tool-name ws "\\">"\n'
+    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-led ::= reasoning-lead-0-0* "<" reasoning-lead-1-1* "/think>"\n'
+    'reasoning-lead-0-0 ::= [^<] | "<" reasoning-lead-1-1* reasoning-lead-1-0\n'
+    'reasoning-lead-1-0 ::= [^/<f] | "/" reasoning-lead-2a-0 | "f" reasoning-lead-2b-0\n'
+    'reasoning-lead-1-1 ::= [<] | "/" reasoning-lead-2a-1 | "f" reasoning-lead-2b-1\n'
+    'reasoning-lead-2a-0 ::= [^<t] | "t" reasoning-lead-3a-0\n'
+    'reasoning-lead-2a-1 ::= [<] | "t" reasoning-lead-3a-1\n'
+    'reasoning-lead-2b-0 ::= [^<u] | "u" reasoning-lead-3b-0\n'
+    'reasoning-lead-2b-1 ::= [<] | "u" reasoning-lead-3b-1\n'
+    'reasoning-lead-3a-0 ::= [^<h] | "h" reasoning-lead-4a-0\n'
+    'reasoning-lead-3a-1 ::= [<] | "h" reasoning-lead-4a-1\n'
+    'reasoning-lead-3b-0 ::= [^<n] | "n" reasoning-lead-4b-0\n'
+    'reasoning-lead-3b-1 ::= [<] | "n" reasoning-lead-4b-1\n'
+    'reasoning-lead-4a-0 ::= [^<i] | "i" reasoning-lead-5a-0\n'
+    'reasoning-lead-4a-1 ::= [<] | "i" reasoning-lead-5a-1\n'
+    'reasoning-lead-4b-0 ::= [^<c] | "c" reasoning-lead-5b-0\n'
+    'reasoning-lead-4b-1 ::= [<] | "c" reasoning-lead-5b-1\n'
+    'reasoning-lead-5a-0 ::= [^<n] | "n" reasoning-lead-6a-0\n'
+    'reasoning-lead-5a-1 ::= [<] | "n" reasoning-lead-6a-1\n'
+    'reasoning-lead-5b-0 ::= [^<t] | "t" reasoning-lead-6b-0\n'
+    'reasoning-lead-5b-1 ::= [<] | "t" reasoning-lead-6b-1\n'
+    'reasoning-lead-6a-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-lead-6a-1 ::= [<] | "k" [<]\n'
+    'reasoning-lead-6b-0 ::= [^<i] | "i" reasoning-lead-7b-0\n'
+    'reasoning-lead-6b-1 ::= [<] | "i" reasoning-lead-7b-1\n'
+    'reasoning-lead-7b-0 ::= [^<o] | "o" reasoning-lead-8-0\n'
+    'reasoning-lead-7b-1 ::= [<] | "o" reasoning-lead-8-1\n'
+    'reasoning-lead-8-0 ::= [^<n] | "n" reasoning-lead-9-0\n'
+    'reasoning-lead-8-1 ::= [<] | "n" reasoning-lead-9-1\n'
+    'reasoning-lead-9-0 ::= [^ <] | " " reasoning-lead-10-0\n'
+    'reasoning-lead-9-1 ::= [<] | " " reasoning-lead-10-1\n'
+    'reasoning-lead-10-0 ::= [^<n] | "n" reasoning-lead-11-0\n'
+    'reasoning-lead-10-1 ::= [<] | "n" reasoning-lead-11-1\n'
+    'reasoning-lead-11-0 ::= [^<a] | "a" reasoning-lead-12-0\n'
+    'reasoning-lead-11-1 ::= [<] | "a" reasoning-lead-12-1\n'
+    'reasoning-lead-12-0 ::= [^<m] | "m" reasoning-lead-13-0\n'
+    'reasoning-lead-12-1 ::= [<] | "m" reasoning-lead-13-1\n'
+    'reasoning-lead-13-0 ::= [^<e] | "e" reasoning-lead-14-0\n'
+    'reasoning-lead-13-1 ::= [<] | "e" reasoning-lead-14-1\n'
+    'reasoning-lead-14-0 ::= [^<=] | "=" [^\\"<]\n'
+    'reasoning-lead-14-1 ::= [<] | "=" [<]\n'
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
+)
+
+# ... with thinking on.
+_GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
@@ -297,7 +434,7 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -441,7 +578,18 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reasoning-led reply | reply",
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
+        "calls-rest-part-2": "calls-more",
+        "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -462,6 +610,13 @@ _STRUCTURAL_TAG: dict = {
             "end": "</think>",
             "opened": False,
             "always": False,
+        },
+        "default": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+            "maybe": True,
         },
     },
     "calls": {
@@ -515,6 +670,12 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_LED reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)\\s*)?/\n"
@@ -531,6 +692,11 @@ _LARK = {
     "start-calls-no-thinking": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
+        'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | REASONING_LED reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: tagged: '<tool_call>' + <name> + '\\n' + <arguments> + '</tool_call>\\n', separated by ''.
 End of turn: '</assistant>', '<user>', '<tool_response>', '<system>'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -79,8 +80,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>"
@@ -143,6 +152,12 @@ SPEC = {
             "render_assistant_messages_raw",
             "tool_string",
         ],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -207,87 +222,9 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
-    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
-    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
-    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
-    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
-    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
-    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
-    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
-    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
-    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
-    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
-    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
-    'content-body-9-1 ::= [<] | "l" [<]\n'
-    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
-    "argument-key ::= [^\\x00- <\\x7F]+\n"
-    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
-    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
-    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
-    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
-    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
-    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
-    'argument-value-3-0 ::= [^<r] | "r" argument-value-4-0\n'
-    'argument-value-3-1 ::= [<] | "r" argument-value-4-1\n'
-    'argument-value-4-0 ::= [^<g] | "g" argument-value-5-0\n'
-    'argument-value-4-1 ::= [<] | "g" argument-value-5-1\n'
-    'argument-value-5-0 ::= [^<_] | "_" argument-value-6-0\n'
-    'argument-value-5-1 ::= [<] | "_" argument-value-6-1\n'
-    'argument-value-6-0 ::= [^<v] | "v" argument-value-7-0\n'
-    'argument-value-6-1 ::= [<] | "v" argument-value-7-1\n'
-    'argument-value-7-0 ::= [^<a] | "a" argument-value-8-0\n'
-    'argument-value-7-1 ::= [<] | "a" argument-value-8-1\n'
-    'argument-value-8-0 ::= [^<l] | "l" argument-value-9-0\n'
-    'argument-value-8-1 ::= [<] | "l" argument-value-9-1\n'
-    'argument-value-9-0 ::= [^<u] | "u" argument-value-10-0\n'
-    'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
-    'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
-    'argument-value-10-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call>" ws\n'
-    "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
-    "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
-    "calls-more ::= call-next* calls-more-part\n"
-    "calls-rest-part ::= ws tool-name ws\n"
-    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
-    "reply ::= content-body end | content-trig calls-rest\n"
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
-    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
-    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
-    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
-    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
-    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
-    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
-    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
-    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
-    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
-    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
-    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
-    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
-    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
-    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
-)
-
-# ... and thinking off.
-_GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
@@ -365,6 +302,88 @@ _GRAMMAR_NO_THINKING = (
     'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
 )
 
+# ... with thinking on.
+_GRAMMAR_THINKING = (
+    "root ::= reasoning-open-closed reply | reasoning-open-body\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
+    "argument-key ::= [^\\x00- <\\x7F]+\n"
+    'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/arg_value>"\n'
+    'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
+    'argument-value-1-0 ::= [^/<] | "/" argument-value-2-0\n'
+    'argument-value-1-1 ::= [<] | "/" argument-value-2-1\n'
+    'argument-value-2-0 ::= [^<a] | "a" argument-value-3-0\n'
+    'argument-value-2-1 ::= [<] | "a" argument-value-3-1\n'
+    'argument-value-3-0 ::= [^<r] | "r" argument-value-4-0\n'
+    'argument-value-3-1 ::= [<] | "r" argument-value-4-1\n'
+    'argument-value-4-0 ::= [^<g] | "g" argument-value-5-0\n'
+    'argument-value-4-1 ::= [<] | "g" argument-value-5-1\n'
+    'argument-value-5-0 ::= [^<_] | "_" argument-value-6-0\n'
+    'argument-value-5-1 ::= [<] | "_" argument-value-6-1\n'
+    'argument-value-6-0 ::= [^<v] | "v" argument-value-7-0\n'
+    'argument-value-6-1 ::= [<] | "v" argument-value-7-1\n'
+    'argument-value-7-0 ::= [^<a] | "a" argument-value-8-0\n'
+    'argument-value-7-1 ::= [<] | "a" argument-value-8-1\n'
+    'argument-value-8-0 ::= [^<l] | "l" argument-value-9-0\n'
+    'argument-value-8-1 ::= [<] | "l" argument-value-9-1\n'
+    'argument-value-9-0 ::= [^<u] | "u" argument-value-10-0\n'
+    'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
+    'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
+    'argument-value-10-1 ::= [<] | "e" [<]\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
+    'arguments-close ::= ws "</tool_call>" ws\n'
+    "tool-arguments ::= argument* arguments-close\n"
+    'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
+    "call-next ::= call-next-part tool-arguments\n"
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    "calls-rest-part ::= ws tool-name ws\n"
+    "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>"? reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
+)
+
+# ... with thinking off.
+_GRAMMAR_NO_THINKING = GBNF
+
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
@@ -436,7 +455,18 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-rest-part-2": "calls-more",
+        "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -453,6 +483,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -510,6 +546,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<\\/assistant>|<user>|<tool_response>|<system>)\\s*)?/\n"
@@ -524,6 +565,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -4,6 +4,7 @@ Reasoning: '<think>' ... '</think>' (the prompt opens the block with thinking on
 Content: plain text.
 Tool calls: json: '<tool_call>\\n' + a json object (name at name, arguments at arguments) + '\\n</tool_call>', separated by ''.
 End of turn: '<sep>'.
+Thinking: switched by enable_thinking (True on, False off); a request that gives none: thinking off (enable_thinking=None).
 
 parse(text) reads a whole output into an OpenAI assistant message;
 StreamParser reads it as it arrives; grammar(tools) and tool_call_grammar(tools)
@@ -75,8 +76,16 @@ HAS_REASONING: bool = True
 REASONING_START: str = "<think>"
 REASONING_STARTS: tuple[str, ...] = ("<think>",)
 REASONING_END: str = "</think>"
-OPENED_BY_PROMPT: dict[bool, bool] = {True: True, False: False}
-OPENED_WITH_TOOLS: dict[bool, bool] = {True: True, False: False}
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = {
+    True: True,
+    False: False,
+    None: False,
+}
 HAS_CALLS: bool = True
 TRIGGER: str = "<tool_call>"
 CALL_START: str = "<tool_call>\n"
@@ -133,6 +142,12 @@ SPEC = {
             "text",
             "tool_calls",
         ],
+        "thinking_switch": {
+            "variables": {
+                "enable_thinking": {"thinking_on": True, "thinking_off": False}
+            },
+            "default": "thinking_off",
+        },
     },
     "reasoning": {
         "mode": "forced_open",
@@ -182,8 +197,87 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
+    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
+    "ws ::= [ \\t\\n\\r]*\n"
+    'end ::= ws ( "<sep>" ws )?\n'
+    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
+    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
+    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
+    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
+    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
+    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
+    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
+    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
+    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
+    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
+    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
+    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
+    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
+    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
+    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
+    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
+    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
+    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
+    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
+    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
+    'content-body-9-1 ::= [<] | "l" [<]\n'
+    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
+    "json-object ::= json-open json-members\n"
+    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    "json-member ::= json-key json-value\n"
+    'json-key ::= json-string ws ":" ws\n'
+    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-open ::= "{" ws\n'
+    'json-close ::= ws "}"\n'
+    'json-list-open ::= "[" ws\n'
+    'json-list-close ::= ws "]"\n'
+    'json-comma ::= ws "," ws\n'
+    'json-string ::= "\\"" json-char* "\\""\n'
+    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
+    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
+    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
+    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
+    "tool-arguments ::= json-object\n"
+    'call-first-name ::= ws "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
+    "call-11 ::= json-close\n"
+    "call-10 ::= call-then-arguments tool-arguments call-11\n"
+    'call-first-arguments ::= ws "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    "call-01 ::= call-then-name call-11\n"
+    'call-next-part ::= ws "</tool_call>"\n'
+    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
+    'calls-more-part ::= ( ws "<sep>" )* end\n'
+    "calls-more ::= call-next* calls-more-part\n"
+    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
+    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
+    'calls-rest-part ::= ws "</tool_call>"\n'
+    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-rest-part calls-more\n"
+    "reply ::= content-body end | content-trig calls-rest\n"
+    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
+    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
+    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
+    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
+    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
+    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
+    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
+    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
+    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
+    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
+    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
+    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
+    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
+    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
+    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
+    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
+    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
+)
+
+# ... with thinking on.
+_GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
     "ws ::= [ \\t\\n\\r]*\n"
     'end ::= ws ( "<sep>" ws )?\n'
@@ -260,83 +354,8 @@ GBNF = (
     'reasoning-open-body ::= ws "<think>"? reasoning-body end\n'
 )
 
-# ... and thinking off.
-_GRAMMAR_NO_THINKING = (
-    "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
-    'end ::= ws ( "<sep>" ws )?\n'
-    'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
-    'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
-    'content-body-0-0 ::= [^<] | "<" content-body-1-1* content-body-1-0\n'
-    'content-body-1-0 ::= [^<t] | "t" content-body-2-0\n'
-    'content-body-1-1 ::= [<] | "t" content-body-2-1\n'
-    'content-body-2-0 ::= [^<o] | "o" content-body-3-0\n'
-    'content-body-2-1 ::= [<] | "o" content-body-3-1\n'
-    'content-body-3-0 ::= [^<o] | "o" content-body-4-0\n'
-    'content-body-3-1 ::= [<] | "o" content-body-4-1\n'
-    'content-body-4-0 ::= [^<l] | "l" content-body-5-0\n'
-    'content-body-4-1 ::= [<] | "l" content-body-5-1\n'
-    'content-body-5-0 ::= [^<_] | "_" content-body-6-0\n'
-    'content-body-5-1 ::= [<] | "_" content-body-6-1\n'
-    'content-body-6-0 ::= [^<c] | "c" content-body-7-0\n'
-    'content-body-6-1 ::= [<] | "c" content-body-7-1\n'
-    'content-body-7-0 ::= [^<a] | "a" content-body-8-0\n'
-    'content-body-7-1 ::= [<] | "a" content-body-8-1\n'
-    'content-body-8-0 ::= [^<l] | "l" content-body-9-0\n'
-    'content-body-8-1 ::= [<] | "l" content-body-9-1\n'
-    'content-body-9-0 ::= [^<l] | "l" [^<>]\n'
-    'content-body-9-1 ::= [<] | "l" [<]\n'
-    'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
-    "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
-    "json-member ::= json-key json-value\n"
-    'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
-    'json-open ::= "{" ws\n'
-    'json-close ::= ws "}"\n'
-    'json-list-open ::= "[" ws\n'
-    'json-list-close ::= ws "]"\n'
-    'json-comma ::= ws "," ws\n'
-    'json-string ::= "\\"" json-char* "\\""\n'
-    'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
-    'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
-    'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
-    "tool-arguments ::= json-object\n"
-    'call-first-name ::= ws "<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
-    'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
-    "call-11 ::= json-close\n"
-    "call-10 ::= call-then-arguments tool-arguments call-11\n"
-    'call-first-arguments ::= ws "<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
-    "call-01 ::= call-then-name call-11\n"
-    'call-next-part ::= ws "</tool_call>"\n'
-    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws "<sep>" )* end\n'
-    "calls-more ::= call-next* calls-more-part\n"
-    'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
-    'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'calls-rest-part ::= ws "</tool_call>"\n'
-    "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-rest-part calls-more\n"
-    "reply ::= content-body end | content-trig calls-rest\n"
-    'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
-    'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "/think>"\n'
-    'reasoning-body-0-0 ::= [^<] | "<" reasoning-body-1-1* reasoning-body-1-0\n'
-    'reasoning-body-1-0 ::= [^/<] | "/" reasoning-body-2-0\n'
-    'reasoning-body-1-1 ::= [<] | "/" reasoning-body-2-1\n'
-    'reasoning-body-2-0 ::= [^<t] | "t" reasoning-body-3-0\n'
-    'reasoning-body-2-1 ::= [<] | "t" reasoning-body-3-1\n'
-    'reasoning-body-3-0 ::= [^<h] | "h" reasoning-body-4-0\n'
-    'reasoning-body-3-1 ::= [<] | "h" reasoning-body-4-1\n'
-    'reasoning-body-4-0 ::= [^<i] | "i" reasoning-body-5-0\n'
-    'reasoning-body-4-1 ::= [<] | "i" reasoning-body-5-1\n'
-    'reasoning-body-5-0 ::= [^<n] | "n" reasoning-body-6-0\n'
-    'reasoning-body-5-1 ::= [<] | "n" reasoning-body-6-1\n'
-    'reasoning-body-6-0 ::= [^<k] | "k" [^<>]\n'
-    'reasoning-body-6-1 ::= [<] | "k" [<]\n'
-    'reasoning-open-closed ::= ws "<think>" reasoning-closed\n'
-    'reasoning-open-body ::= ws "<think>" reasoning-body end\n'
-)
+# ... with thinking off.
+_GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
@@ -414,7 +433,20 @@ _GRAMMAR_CHOICES = {
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
-    ("auto", False, None): {
+    ("required", True, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "reply": "content-trig calls-rest",
+    },
+    ("required", False, None): {
+        "root": "reasoning-open-closed reply | reply",
+        "calls-more": '( ws "<sep>" )* end',
+        "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
+        "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
+        "calls-rest-part": 'ws "</tool_call>" calls-more',
+        "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
+        "reply": "content-trig calls-rest",
+    },
+    ("auto", False, "tools"): {
         "calls-more": '( ws "<sep>" )* end',
         "call-first-name": '"<tool_call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
@@ -433,6 +465,12 @@ _STRUCTURAL_TAG: dict = {
             "always": True,
         },
         "off": {
+            "starts": ["<think>"],
+            "end": "</think>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think>"],
             "end": "</think>",
             "opened": False,
@@ -475,6 +513,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:<sep>\\s*)?/\n"
@@ -497,6 +540,10 @@ _LARK = {
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

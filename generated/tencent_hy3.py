@@ -232,7 +232,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -384,7 +385,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<think:opensource>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -470,7 +474,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
@@ -487,6 +491,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<think:opensource>"],
+            "end": "</think:opensource>",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<think:opensource>"],
             "end": "</think:opensource>",
             "opened": False,
@@ -548,6 +558,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<think:opensource>(?s:.*)/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<think:opensource>(?s:.*)/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT\n",
     "rules": (
         "END: /\\s*(?:(?:<｜hy_User:opensource｜>|<tool_responses:opensource>)\\s*)?/\n"
@@ -562,6 +577,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -194,7 +194,8 @@ SPEC = {
     "overrides": [],
 }
 
-# The grammar of a whole output, thinking on (also the .gbnf file).
+# The grammar of a whole output where a request gives no thinking switch (the
+# template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
     "ws ::= [ \\t\\n\\r]*\n"
@@ -312,7 +313,10 @@ GBNF = (
     'reasoning-open-body ::= ws "<|think|>" reasoning-body end\n'
 )
 
-# ... and thinking off.
+# ... with thinking on.
+_GRAMMAR_THINKING = GBNF
+
+# ... with thinking off.
 _GRAMMAR_NO_THINKING = GBNF
 
 # The grammar of the tool calls, from where TRIGGERS fire on.
@@ -372,7 +376,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | calls-full",
     },
     ("none", True, True): {"reply": "content-open-body | end"},
-    ("auto", False, None): {
+    ("auto", False, "tools"): {
         "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
         "arguments-open": '"<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call:end|>" calls-more',
@@ -390,6 +394,12 @@ _STRUCTURAL_TAG: dict = {
             "always": False,
         },
         "off": {
+            "starts": ["<|think|>"],
+            "end": "<|end|><|begin|>assistant",
+            "opened": False,
+            "always": False,
+        },
+        "default": {
             "starts": ["<|think|>"],
             "end": "<|end|><|begin|>assistant",
             "opened": False,
@@ -435,6 +445,11 @@ _LARK = {
         "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
+    "start-default": (
+        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
+        "start: REASONING reply | REASONING_OPEN | reply\n"
+    ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
         "END: /\\s*(?:(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>)\\s*)?/\n"
@@ -449,6 +464,10 @@ _LARK = {
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
+        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "start: REASONING reply | reply\n"
+    ),
+    "start-calls-default": (
         "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),

@@ -160,7 +160,7 @@ SELF_OPENING = """\
 
 def test_override_survives_rebuilds_and_reaches_the_parser(tree, capsys):
     text = "6 * 7 = 42\n</think>\n\nIt is 42.<|im_end|>"
-    before = load_module(QWEN_PARSER).parse(text)
+    before = load_module(QWEN_PARSER).parse(text, enable_thinking=True)
     assert before["reasoning_content"] is None  # the analysis: nothing opens the block
 
     add_override(QWEN_SPEC, SELF_OPENING)
@@ -173,7 +173,7 @@ def test_override_survives_rebuilds_and_reaches_the_parser(tree, capsys):
     assert out.startswith("2 templates: 0 specs and 0 generated files changed")
 
     parser = load_module(QWEN_PARSER)
-    assert parser.parse(text) == {
+    assert parser.parse(text, enable_thinking=True) == {
         "role": "assistant",
         "content": "It is 42.",
         "reasoning_content": "6 * 7 = 42",
@@ -885,7 +885,8 @@ def test_version(capsys):
         ("build", ["templates, or none when --source is given", "none", "specs", "generated"]),
         ("check", ["templates, or none when --source is given", "none", "specs", "generated"]),
         ("analyze", ["its own, named 'default'"]),
-        ("parse", ["'generated' beside the spec's directory", "none", "thinking on"]),
+        ("parse", ["'generated' beside the spec's directory", "none",
+                   "neither, as a request that gives no switch: the template's own default"]),
     ],
 )
 def test_help_shows_the_defaults(capsys, command, defaults):

@@ -207,12 +207,13 @@ def test_prompt_that_opens_the_block_only_without_tools():
         assert streamed["reasoning_content"] is None
         assert streamed["content"] == message["content"]
         assert [c["name"] for c in streamed["tool_calls"]] == ["get_weather"]
-    # Without tools the prompt opened the block: the model starts inside it.
-    message = parse("Cold there.\n</reason>\n\nTake a coat.")
+    # With thinking on and without tools the prompt opened the block: the model
+    # starts inside it.
+    message = parse("Cold there.\n</reason>\n\nTake a coat.", enable_thinking=True)
     assert (message["reasoning_content"], message["content"]) == ("Cold there.", "Take a coat.")
-    assert merged(module, "Cold there.\n</reason>\n\nTake a coat.")["reasoning_content"] == (
-        "Cold there."
-    )
+    assert merged(
+        module, "Cold there.\n</reason>\n\nTake a coat.", enable_thinking=True
+    )["reasoning_content"] == ("Cold there.")
     # With tools the model may still open it itself.
     message = parse("<reason>\nCold.\n</reason>\n\n" + call, tools=WEATHER_TOOLS)
     assert message["reasoning_content"] == "Cold."

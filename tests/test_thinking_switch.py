@@ -31,7 +31,10 @@ def _read(slug, text, **options):
 
 def test_the_analysis_renders_kimi_k3_with_its_own_switch():
     spec = rt.load_spec(K3)
-    assert spec["capabilities"]["thinking_switch"] == {"variable": "thinking", "default": True}
+    assert spec["capabilities"]["thinking_switch"] == {
+        "variables": {"thinking": {"thinking_on": True, "thinking_off": False}},
+        "default": "thinking_on",
+    }
     assert spec["reasoning"]["opened_by_prompt"] == {"thinking_on": True, "thinking_off": False}
     assert spec["content"]["opened_by_prompt"] == {"thinking_on": False, "thinking_off": True}
     template = rt.template_for(spec)
@@ -58,7 +61,7 @@ def test_kimi_k3_with_thinking_off_starts_inside_the_content(text, content, call
 
 def test_kimi_k3_with_thinking_on_starts_inside_the_reasoning():
     text = "It may rain.<|close|>think<|sep|><|open|>response<|sep|>Take an umbrella."
-    message = _read(K3, text)
+    message = _read(K3, text, enable_thinking=True)
     assert (message["reasoning_content"], message["content"]) == ("It may rain.", "Take an umbrella.")
 
 

@@ -388,7 +388,7 @@ def test_a_held_call_in_reasoning_then_the_end_of_turn(ending):
     """The stream holds the text of a call inside open reasoning; the end-of-turn
     marker after it must stay apart as ``parse`` strips it (it was read as a name)."""
     text = "Look: <tool_call>\n<function=" + ending  # the prompt opened <think>
-    expect(read("qwen3_5_4b", text), reasoning="Look: <tool_call>\n<function=")
+    expect(read("qwen3_5_4b", text, enable_thinking=True), reasoning="Look: <tool_call>\n<function=")
 
 
 # --- whitespace inside a marker ------------------------------------------------------

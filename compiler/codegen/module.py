@@ -68,12 +68,16 @@ else:  # a plain folder: the runtime beside this file, not the first one on sys.
         _found.loader.exec_module(_runtime)  # type: ignore[union-attr]
         sys.modules[_RUNTIME_FILE] = _runtime
 """
+# The thinking settings the format's tables hold: on, off, and a request that gives
+# none (the template's default).
+SETTINGS = (True, False, None)
 # Constants written at the module's top whatever their value: its public format data.
 ALWAYS = ("STOP", "TRIGGERS", "PRESERVED_TOKENS", "TOKEN_IDS", "BOS_TOKEN_ID", "EOS_TOKEN_IDS")
 # Data written after the format's constants (large, and no part of its first screen).
 TRAILING = (
     "SPEC",
     "GBNF",
+    "_GRAMMAR_THINKING",
     "_GRAMMAR_NO_THINKING",
     "GBNF_TOOLS",
     "_GRAMMAR_CHOICES",
@@ -134,20 +138,18 @@ def constants(fmt: models.Format) -> dict[str, Any]:
         REASONING_STARTS=reasoning.starts if reasoning.has_block else (),
         REASONING_END=reasoning.end if reasoning.has_block else "",
         OPENED_BY_PROMPT={
-            True: reasoning.opened_when_thinking,
-            False: reasoning.opened_when_not_thinking,
+            setting: reasoning.opened_by_prompt(setting) for setting in SETTINGS
         },
         TOOLS_CHANGE_OPENING=reasoning.has_block and reasoning.tools_change_opening,
         OPENED_WITH_TOOLS={
-            True: reasoning.opened_by_prompt(True, tools=True),
-            False: reasoning.opened_by_prompt(False, tools=True),
+            setting: reasoning.opened_by_prompt(setting, tools=True) for setting in SETTINGS
         },
         CONTENT_WRAPPED=content.wrapped,
         CONTENT_ALWAYS_WRAPPED=content.always_wrapped,
         CONTENT_START=content.start if content.wrapped else "",
         CONTENT_END=content.end if content.wrapped else "",
         CONTENT_STARTS=content.wrappers if content.start_also else (),
-        CONTENT_OPENED=dict(zip((True, False), content.opened_by_prompt, strict=True)),
+        CONTENT_OPENED={setting: content.opened(setting) for setting in SETTINGS},
         HAS_CALLS=calls is not None,
         MESSAGE_OPENER=fmt.messages.opener if fmt.messages else "",
         HEADER_END=fmt.messages.header_end if fmt.messages else "",
@@ -326,11 +328,10 @@ def _docstring(fmt: models.Format, standalone: bool) -> str:
 
 
 def _gbnf(fmt: models.Format) -> dict[str, Any]:
-    grammar = gbnf.build(fmt, enable_thinking=True)
-    no_thinking = gbnf.build(fmt, enable_thinking=False)
     values: dict[str, Any] = {
-        "GBNF": grammar,
-        "_GRAMMAR_NO_THINKING": no_thinking,
+        "GBNF": gbnf.build(fmt, enable_thinking=None),
+        "_GRAMMAR_THINKING": gbnf.build(fmt, enable_thinking=True),
+        "_GRAMMAR_NO_THINKING": gbnf.build(fmt, enable_thinking=False),
         "GBNF_TOOLS": gbnf.build_tool_calls(fmt),
     }
     if fmt.has_calls:
@@ -387,22 +388,20 @@ def _format_section(values: dict[str, Any]) -> str:
 
 def _data_section(fmt: models.Format, values: dict[str, Any]) -> str:
     grammar = values["GBNF"]
-    no_thinking = values["_GRAMMAR_NO_THINKING"]
     tools = values["GBNF_TOOLS"]
     parts = [
         "# The resolved spec this module was generated from.\n" + f"SPEC = {fmt.spec!r}\n",
-        "# The grammar of a whole output, thinking on (also the .gbnf file).\n"
+        "# The grammar of a whole output where a request gives no thinking switch (the\n"
+        "# template's default; also the .gbnf file).\n"
         + ("GBNF = None\n" if grammar is None else _grammar_constant("GBNF", grammar)),
     ]
-    if no_thinking != format_constants._GRAMMAR_NO_THINKING:
-        parts.append(
-            "# ... and thinking off.\n"
-            + (
-                "_GRAMMAR_NO_THINKING = GBNF\n"
-                if no_thinking == grammar
-                else _grammar_constant("_GRAMMAR_NO_THINKING", no_thinking)
+    for name, label in (("_GRAMMAR_THINKING", "thinking on"), ("_GRAMMAR_NO_THINKING", "thinking off")):
+        text = values[name]
+        if text != getattr(format_constants, name):
+            parts.append(
+                f"# ... with {label}.\n"
+                + (f"{name} = GBNF\n" if text == grammar else _grammar_constant(name, text))
             )
-        )
     parts.append(
         "# The grammar of the tool calls, from where TRIGGERS fire on.\n"
         + ("GBNF_TOOLS = None\n" if tools is None else _grammar_constant("GBNF_TOOLS", tools))

@@ -18,6 +18,7 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
+from .text import _setting
 from .tools import _made_once, _tools_given
 from .values import _resolved, _self_contained
 
@@ -34,7 +35,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,
@@ -44,12 +45,15 @@ def lark_grammar(
     ``tool_choice``: "auto" (content, calls, or both as the format writes them),
     "none" (no call), "required" (at least one call; content only before calls), or
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
-    only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
-    choice this format or these tools cannot meet."""
+    only); ``parallel_tool_calls=False`` allows one call at most;
+    ``enable_thinking`` as ``parse`` takes it (None: the template's default).
+    ValueError: a choice this format or these tools cannot meet."""
     _require("lark")
     tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
-    thinking = "" if enable_thinking else "-no-thinking"
+    thinking = {None: "-default", True: "", False: "-no-thinking"}[
+        _setting(enable_thinking)
+    ]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError(

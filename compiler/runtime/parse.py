@@ -28,6 +28,7 @@ from .text import (
     _in_messages,
     _opened_by_prompt,
     _opener,
+    _setting,
     _skip_space,
     _strip_stop,
     _without_echo,
@@ -37,7 +38,8 @@ from .tools import _schema_types
 
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
-    opened the block (``_opened_by_prompt``). A block left open at the end of
+    opened the block (``_opened_by_prompt``; None: it may have, and the text is
+    reasoning only where the closer comes). A block left open at the end of
     the text is reasoning; an empty one is none. Calls in a block that its closer
     follows are its text (the model wrote about them); where no closer follows,
     the first well-formed calls end it (the model left it open)."""
@@ -46,7 +48,7 @@ def _split_reasoning(text, opened, strict=False, types=None):
         opener = _opener(stripped)
         if opener:
             body = stripped[opener:]
-        elif opened:
+        elif opened or (opened is None and REASONING_END in text):
             body = text
         elif stripped.startswith(REASONING_END):
             # A closer with no opener: an empty block whose opener was elided
@@ -109,9 +111,12 @@ def _opener_end(text):
     return len(text) - len(stripped) + len(CONTENT_START)
 
 
-def parse(text, *, tools=None, enable_thinking=True, strict=False):
+def parse(text, *, tools=None, enable_thinking=None, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
+    ``enable_thinking``: True or False as the request set the template's thinking
+    switch; None (a request that set none) reads the output as the template's own
+    default has it (``SPEC["capabilities"]["thinking_switch"]["default"]``).
     Never raises on model output unless ``strict``: what fits no format is content,
     and text after the calls is kept as content too.
     """
@@ -154,7 +159,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
     if CONTENT_WRAPPED:
-        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+        content = _read_content(rest, strict, CONTENT_OPENED[_setting(enable_thinking)])
     else:
         content = rest.strip()
     if pieces:

@@ -11,12 +11,13 @@ import copy
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
+from .text import _setting
 from .tools import _tools_given
 from .values import _resolved, _self_contained
 
 
 def structural_tag(
-    tools=None, *, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -26,7 +27,7 @@ def structural_tag(
     {"name": …}}`` (calls to that function only, at least one);
     ``parallel_tool_calls=False``: at most one call. A structural tag names each
     function it lets the model call, so without ``tools`` (None or []) it admits no
-    call."""
+    call. ``enable_thinking`` as ``parse`` takes it (None: the template's default)."""
     _require("structural_tag")
     tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
@@ -51,7 +52,10 @@ def structural_tag(
         for opener in calls["content_openers"]:
             # The trigger inside the content's opener opens no call.
             body = _one_of([_sequence([_SPACE, _const(opener), body]), body])
-    reasoning = _STRUCTURAL_TAG["reasoning"]["on" if enable_thinking else "off"]
+    setting = _setting(enable_thinking)
+    reasoning = _STRUCTURAL_TAG["reasoning"][
+        "default" if setting is None else ("on" if setting else "off")
+    ]
     if reasoning is not None:
         body = _with_reasoning(reasoning, body, required)
     return {"type": "structural_tag", "format": body}
@@ -118,7 +122,8 @@ def _with_reasoning(reasoning, body, required):
         closed.append(
             _sequence([_SPACE, _one_of([_tag(s, _any(), end) for s in starts])])
         )
-    if opened or not starts:
+    # (a prompt that may have opened the block: a closer with no opener ends it)
+    if opened or reasoning.get("maybe") or not starts:
         closed.append(_tag("", _any(), end))
     closed = _one_of(closed)
     options = [_sequence([closed, body])]

@@ -450,6 +450,56 @@ def decode_mull_reply(text, thinking):
     return reasoning, rest.removeprefix("回答："), calls
 
 
+def decode_reverie(text, thinking):
+    reasoning = None
+    inside = thinking  # thinking on: the prompt opened the block
+    if not thinking and text.startswith("<reverie>\n"):
+        text, inside = text[len("<reverie>\n"):], True
+    if inside:
+        reasoning, _, text = text.partition("\n</reverie>\n")
+    rest, calls = _cut(r"<act>(.*?)</act>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_weigh(text, thinking):
+    # rendered without skip_reasoning, the prompt opens the block
+    reasoning, _, text = text.partition("\n</weigh>\n")
+    rest, calls = _cut(r"<invoke>(.*?)</invoke>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_jot(text, thinking):
+    # the prompt opens the block; rendered not for training, the turn's is empty
+    reasoning, _, text = text.partition("\n</jot>\n")
+    assert not reasoning, reasoning
+    rest, calls = _cut(r"<fn_call>(.*?)</fn_call>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
+def decode_mull(text, thinking):
+    reasoning = None  # thinking off: the prompt closed an empty block
+    if thinking:  # thinking on: the prompt opened it
+        reasoning, _, text = text.partition("\n</mull>\n\n")
+    rest, calls = _cut(r"<tool>(.*?)</tool>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_role_sep(text, thinking):
+    # rendered with neither switch: the prompt stops at the role, the turn names it
+    reasoning = None
+    if text.startswith("/think<|role_sep|>"):
+        reasoning, _, text = text[len("/think<|role_sep|>"):].partition(
+            "<|turn_end|>\n<|turn|>assistant")
+    assert text.startswith("<|role_sep|>"), text
+    rest, calls = _cut(r"<call>(.*?)</call>", text[len("<|role_sep|>"):], lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
@@ -500,6 +550,11 @@ FORMATS = {
     "closing_rules": Format("<|done|>", decode_closing_rules, closing_turn="<|turn|><|rules|>"),
     "mull_reply": Format("<|over|>", decode_mull_reply, reasoning=True),
     "voice_listener": Format("<|hush|>", decode_voice, user_text=False),
+    "reverie_off_default": Format("<|over|>", decode_reverie, reasoning=True),
+    "skip_weighing": Format("<|yield|>", decode_weigh, reasoning=True),
+    "jot_training": Format("<|fin_turn|>", decode_jot),
+    "mull_undecided": Format("<|halt|>", decode_mull, reasoning=True, toggle=True),
+    "role_sep_think": Format("<|turn_end|>", decode_role_sep, reasoning=True),
 }
 
 

@@ -120,8 +120,8 @@ def messages(slug: str, name: str) -> list:
     found = []
     for case in per_model._cases(slug):
         named = dataclasses.replace(case, slug=name)
-        found.append(per_model.Server(named).whole(case.text))
-        found += [per_model.Server(named).stream(chunks) for chunks in pieces(case.text)]
+        found.append(per_model.Server(named, spec=slug).whole(case.text))
+        found += [per_model.Server(named, spec=slug).stream(chunks) for chunks in pieces(case.text)]
     return found
 
 
