@@ -510,8 +510,8 @@ class _Arguments:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
-            if value not in ("json-string", "py-string"):
-                return value, ""  # its length bounded: only where it can be counted
+            if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
+                return value, ""  # its length bounded: only where it is counted
             return _either([TOOL_RAW_VALUE, value]), ""
         return value, ""
 
