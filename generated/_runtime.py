@@ -5978,7 +5978,7 @@ def _integer_pattern(low, high, regex=False):
             more = None if longest is None else longest - 1
             parts.append(join(["[1-9]", _counted("[0-9]", size, more)]))
         if most is not None:
-            parts.append(span("1" + "0" * longest, str(most)))
+            parts.append(span("1" + "0" * (len(str(most)) - 1), str(most)))
         return one(parts)
 
     parts = []
@@ -7434,7 +7434,8 @@ def _lark_value(schema):
         return "string", ""
     if kind == "integer":
         # within the schema's bounds (an empty range left to the reader)
-        found = _integer_pattern(*_integer_range(schema), True)
+        low, high = _integer_range(schema)
+        found = _integer_pattern(low, high, regex=True)
         return "scalar", found or _LARK_INTEGER
     if kind == "number":
         return "scalar", _LARK_NUMBER

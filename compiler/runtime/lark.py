@@ -241,7 +241,8 @@ def _lark_value(schema):
         return "string", ""
     if kind == "integer":
         # within the schema's bounds (an empty range left to the reader)
-        found = _integer_pattern(*_integer_range(schema), True)
+        low, high = _integer_range(schema)
+        found = _integer_pattern(low, high, regex=True)
         return "scalar", found or _LARK_INTEGER
     if kind == "number":
         return "scalar", _LARK_NUMBER

@@ -216,7 +216,7 @@ def _integer_pattern(low, high, regex=False):
             more = None if longest is None else longest - 1
             parts.append(join(["[1-9]", _counted("[0-9]", size, more)]))
         if most is not None:
-            parts.append(span("1" + "0" * longest, str(most)))
+            parts.append(span("1" + "0" * (len(str(most)) - 1), str(most)))
         return one(parts)
 
     parts = []
