@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import math
 import re
 import sys
 import warnings
@@ -5908,10 +5907,11 @@ def _integer_range(schema):
         low, above = None, low
     if schema.get("exclusiveMaximum") is True and high is not None:
         high, below = None, high
-    least = [math.ceil(low)] if low is not None else []
-    least += [math.floor(above) + 1] if above is not None else []
-    most = [math.floor(high)] if high is not None else []
-    most += [math.ceil(below) - 1] if below is not None else []
+    # (``x // 1`` floors a float exactly; ``-(-x // 1)`` ceils it)
+    least = [-int(-low // 1)] if low is not None else []
+    least += [int(above // 1) + 1] if above is not None else []
+    most = [int(high // 1)] if high is not None else []
+    most += [-int(-below // 1) - 1] if below is not None else []
     return max(least, default=None), min(most, default=None)
 
 
