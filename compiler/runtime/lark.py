@@ -18,6 +18,7 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
+from .schema_gbnf import _integer_pattern, _integer_range
 from .text import _setting
 from .tools import _made_once, _tools_given
 from .values import _resolved, _self_contained
@@ -239,7 +240,10 @@ def _lark_value(schema):
     if kind == "string":
         return "string", ""
     if kind == "integer":
-        return "scalar", _LARK_INTEGER
+        # within the schema's bounds (an empty range left to the reader)
+        low, high = _integer_range(schema)
+        found = _integer_pattern(low, high, regex=True)
+        return "scalar", found or _LARK_INTEGER
     if kind == "number":
         return "scalar", _LARK_NUMBER
     if kind in ("boolean", "null"):

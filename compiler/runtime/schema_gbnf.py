@@ -10,10 +10,20 @@ What a schema constrains: ``type`` (one or a list; ``nullable``), ``enum``,
 members; absent, other members hold any value; a tool with ``"strict": true`` closes
 every object), ``items``, ``prefixItems``, ``anyOf`` and ``oneOf`` (either: one of
 them), ``allOf`` of one schema, local ``$ref`` (``#/$defs/…``, recursion
-included). Keywords not listed (``pattern``, ``format``, ``minimum``, ``maxLength``,
-``minItems``, …) are not enforced; where a schema says nothing that types its value
-(``{}``, ``not``, ``if``, ``allOf`` of several, a ``$ref`` to another document) the
-value is any value. The rules made here are linear in the schema's size.
+included). Bounds: ``minLength``/``maxLength`` of a JSON or Python string, counted
+as JSON Schema counts (one item a character or an escape: a Python string held to a
+length takes only the escapes that are one character in JSON and Python alike, and
+not the format's raw quoted text); ``minItems``/``maxItems`` (``prefixItems``
+included); an integer's ``minimum``/``maximum``/``exclusiveMinimum``/
+``exclusiveMaximum`` (``_integer_pattern``: exactly the integers in range, no leading
+zero). Counts are GBNF's ``x{m,n}``; one above ``_LARGEST_COUNT``, or an integer bound
+of more than ``_LONGEST_BOUND`` digits, is not enforced. A value that is the format's
+own text up to a closer (``TOOL_RAW_VALUE``: a unit's string, Gemma 4's ``<|"|>…``)
+has no rule per character: its length is not counted. Keywords not listed
+(``pattern``, ``format``, a number's bounds, ``multipleOf``, ``uniqueItems``, …) are
+not enforced; where a schema says nothing that types its value (``{}``, ``not``,
+``if``, ``allOf`` of several, a ``$ref`` to another document) the value is any value.
+The rules made here are linear in the schema's size.
 """
 
 from __future__ import annotations
@@ -83,6 +93,139 @@ _GBNF_TOKEN = re.compile(
 )
 # The characters a JSON string holds unescaped: not these.
 _NOT_JSON_CHARS = '"\\' + "".join(map(chr, range(0x20)))
+
+
+# Counts (of characters, of items) above this are not enforced: llguidance and
+# xgrammar read ``x{m,n}`` whatever ``n``, but llama.cpp writes ``n`` copies of ``x``.
+_LARGEST_COUNT = 4096
+# Integer bounds of more digits than this are not enforced (the rule of a range is
+# linear in its bounds' digits).
+_LONGEST_BOUND = 100
+
+
+def _bound(schema, keyword):
+    """A count ``schema`` gives under ``keyword`` (``minLength``, ``maxItems``…): a
+    non-negative integer (a float with no fraction too) no larger than
+    ``_LARGEST_COUNT``; None for any other value, or none."""
+    value = schema.get(keyword)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value < 0 or value > _LARGEST_COUNT or value != int(value):
+        return None
+    return int(value)
+
+
+def _counted(item, low, high):
+    """GBNF for ``low`` to ``high`` (None: any number) of ``item`` in a row."""
+    if high is None:
+        return item + {0: "*", 1: "+"}.get(low, "{%d,}" % low)
+    if high == low:
+        return "" if not low else item if low == 1 else "%s{%d}" % (item, low)
+    return f"{item}?" if (low, high) == (0, 1) else "%s{%d,%d}" % (item, low, high)
+
+
+def _integer_range(schema):
+    """(least, greatest) integer ``schema``'s ``minimum``, ``maximum``,
+    ``exclusiveMinimum`` and ``exclusiveMaximum`` admit (numbers as JSON Schema
+    2020-12 writes them; draft 4's booleans read too), None for no bound; a bound
+    that is not a finite number, or of more than ``_LONGEST_BOUND`` digits, is
+    none."""
+
+    def number(keyword):
+        value = schema.get(keyword)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if value != value or abs(value) >= 10**_LONGEST_BOUND:
+            return None  # (NaN, an infinity or too long a bound)
+        return value
+
+    low, high = number("minimum"), number("maximum")
+    above, below = number("exclusiveMinimum"), number("exclusiveMaximum")
+    if schema.get("exclusiveMinimum") is True and low is not None:
+        low, above = None, low
+    if schema.get("exclusiveMaximum") is True and high is not None:
+        high, below = None, high
+    # (``x // 1`` floors a float exactly; ``-(-x // 1)`` ceils it)
+    least = [-int(-low // 1)] if low is not None else []
+    least += [int(above // 1) + 1] if above is not None else []
+    most = [int(high // 1)] if high is not None else []
+    most += [-int(-below // 1) - 1] if below is not None else []
+    return max(least, default=None), min(most, default=None)
+
+
+def _integer_pattern(low, high, regex=False):
+    """The integers from ``low`` to ``high`` (None: no bound on that side), as JSON
+    writes them (no leading zero, no "-0"): GBNF, or (``regex``) a regular
+    expression; None where no integer is in range. Built digit by digit: its size
+    is linear in the bounds' digits."""
+    if low is not None and high is not None and low > high:
+        return None
+    lit, either = (
+        (str, lambda parts: "(?:" + "|".join(parts) + ")")
+        if regex
+        else (_gbnf_literal, lambda parts: "( " + " | ".join(parts) + " )")
+    )
+    join = "".join if regex else " ".join
+
+    def one(parts):
+        return parts[0] if len(parts) == 1 else either(parts)
+
+    def digits(first, last):
+        return lit(str(first)) if first == last else "[%d-%d]" % (first, last)
+
+    def span(least, most):
+        """Digit strings of one length from ``least`` to ``most`` (leading zeros
+        kept: they are what follows a first digit)."""
+        same = 0
+        while same < len(least) and least[same] == most[same]:
+            same += 1
+        if same:
+            rest = span(least[same:], most[same:]) if same < len(least) else ""
+            return join([p for p in (lit(least[:same]), rest) if p])
+        rest = len(least) - 1
+        first, last = int(least[0]), int(most[0])
+        parts = []
+        if least[1:] != "0" * rest:
+            parts.append(join([lit(least[0]), span(least[1:], "9" * rest)]))
+            first += 1
+        upper = None
+        if most[1:] != "9" * rest:
+            upper = join([lit(most[0]), span("0" * rest, most[1:])])
+            last -= 1
+        if first <= last:
+            whole = _counted("[0-9]", rest, rest)
+            parts.append(join([p for p in (digits(first, last), whole) if p]))
+        if upper is not None:
+            parts.append(upper)
+        return one(parts)
+
+    def naturals(least, most):
+        """The integers from ``least`` (≥ 0) to ``most`` (None: no bound)."""
+        parts = []
+        if least == 0:
+            parts.append(lit("0"))
+            least = 1
+        if most is not None and most < least:
+            return one(parts)
+        size = len(str(least))
+        if most is not None and len(str(most)) == size:
+            return one(parts + [span(str(least), str(most))])
+        parts.append(span(str(least), "9" * size))
+        longest = None if most is None else len(str(most)) - 1
+        if longest is None or longest > size:
+            more = None if longest is None else longest - 1
+            parts.append(join(["[1-9]", _counted("[0-9]", size, more)]))
+        if most is not None:
+            parts.append(span("1" + "0" * (len(str(most)) - 1), str(most)))
+        return one(parts)
+
+    parts = []
+    if low is None or low < 0:
+        nearest = 1 if high is None or high >= 0 else -high
+        parts.append(join([lit("-"), naturals(nearest, None if low is None else -low)]))
+    if high is None or high >= 0:
+        parts.append(naturals(0 if low is None or low < 0 else low, high))
+    return one(parts)
 
 
 def _gbnf_literal(text):
@@ -367,6 +510,8 @@ class _Arguments:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
+            if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
+                return value, ""  # its length bounded: only where it is counted
             return _either([TOOL_RAW_VALUE, value]), ""
         return value, ""
 
@@ -485,9 +630,15 @@ class _Arguments:
         if kind == "string":
             if style == "own":
                 return TOOL_RAW_VALUE
-            return "py-string" if style == "python" else "json-string"
-        if kind in ("integer", "number"):
-            return "json-integer" if kind == "integer" else "json-number"
+            return self._string(schema)
+        if kind == "integer":
+            low, high = _integer_range(schema)
+            if low is None and high is None:
+                return "json-integer"
+            found = _integer_pattern(low, high)
+            return None if found is None else self._rule(found)
+        if kind == "number":
+            return "json-number"
         if kind == "boolean":
             return self._literals([True, False])
         if kind == "null":
@@ -501,6 +652,29 @@ class _Arguments:
             return "py-object" if style == "python" else "json-object"
         return self._rule(f"json-open {members}")
 
+    def _string(self, schema):
+        """A JSON (or Python) string of the characters ``minLength`` and
+        ``maxLength`` allow: each item one character as JSON Schema counts them
+        (an escape is one); None where no length fits."""
+        style = self.style
+        low, high = _bound(schema, "minLength") or 0, _bound(schema, "maxLength")
+        if low == 0 and high is None:
+            return "py-string" if style == "python" else "json-string"
+        if high is not None and high < low:
+            return None
+        if style != "python":
+            return self._rule(f'"\\"" {_counted("json-char", low, high)} "\\""')
+        # Python's escapes that are one character in JSON and in Python alike (an
+        # escape Python does not know is two: a backslash and the character).
+        escape = self._rule('"\\\\" ( ["\'\\\\bfnrt] | "u" [0-9A-Fa-f]{4} )')
+        quoted = []
+        for quote in "\"'":
+            plain = _gbnf_class(True, quote + "\\" + _NOT_JSON_CHARS[2:])
+            char = self._rule(f"{plain} | {escape}")
+            mark = _gbnf_literal(quote)
+            quoted.append(f"{mark} {_counted(char, low, high)} {mark}")
+        return self._rule(" | ".join(quoted))
+
     def _array(self, schema):
         items = schema.get("items", True)
         prefix = schema.get("prefixItems")
@@ -510,13 +684,31 @@ class _Arguments:
         values = [self._value(position) for position in prefix or []]
         if isinstance(prefix, list) and None in values:
             values, item = values[: values.index(None)], None  # no item fits there
-        values.append(item)
-        # What may follow each item, from the last on.
-        rest = "" if item is None else f"( json-comma {item} )*"
-        for value in reversed(values[1:-1]):
-            rest = self._rule(f"( {_seq(['json-comma', value, rest])} )?")
-        first = values[0]
-        items = "" if first is None else self._rule(f"( {_seq([first, rest])} )?")
+        least, most = _bound(schema, "minItems") or 0, _bound(schema, "maxItems")
+        if most is not None and most < least:
+            return None
+        if most is not None and most < len(values):
+            values, item = values[:most], None
+        if least > len(values) and item is None:
+            return None  # fewer items fit than the array needs
+        # The items after the first, from the last on: the prefix's (each left out
+        # where the array may end before it), then any number of ``item`` that keeps
+        # the count within bounds.
+        if item is None:
+            rest = ""
+        else:
+            done = max(len(values), 1)
+            more = None if most is None else max(most - done, 0)
+            rest = _counted(f"( json-comma {item} )", max(least - done, 0), more)
+        for at in range(len(values) - 1, 0, -1):
+            rest = _seq(["json-comma", values[at], rest])
+            rest = self._rule(f"( {rest} )?" if at >= least else rest)
+        first = values[0] if values else item
+        if most == 0 or first is None:
+            items = ""
+        else:
+            items = _seq([first, rest])
+            items = self._rule(f"( {items} )?" if least == 0 else items)
         return self._rule(
             _seq(["json-list-open", self.gap.strip(), items, "json-list-close"])
         )
