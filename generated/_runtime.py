@@ -291,6 +291,11 @@ TOOL_UNIT_SEPARATOR: str = _given("TOOL_UNIT_SEPARATOR", "")
 TOOL_RAW_VALUE: str = _given("TOOL_RAW_VALUE", "")
 TOOL_ANY_VALUE: str = _given("TOOL_ANY_VALUE", "")
 TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
+# A unit and what closes its value where the value is text as written that the schema
+# lists (an enum's strings): the whitespace around it exactly as the reader leaves it
+# out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
+TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and
 # not its first ones.
@@ -2269,6 +2274,38 @@ def _self_contained(schema, root):
     if defs and isinstance(out, dict):
         out["$defs"] = defs
     return out
+
+
+def _sorted_keys(schema):
+    """A copy of ``schema`` (self-contained: ``_self_contained``) in which every
+    object's ``properties`` come in the order templates that sort keys write them
+    (Jinja's ``dictsort``: by the key, case aside), where that is not the schema's
+    own order anywhere, else None. The grammars take the members of every object
+    in the schema's order, or of every object sorted (a consumer's JSON schema
+    reader follows the order ``properties`` lists)."""
+    changed = []
+
+    def copy(node, depth):
+        if isinstance(node, list):
+            return [copy(item, depth + 1) for item in node]
+        if not isinstance(node, dict) or depth > _DEEPEST_SCHEMA:
+            return node
+        out = {}
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                order = sorted(value, key=str.lower)
+                if order != list(value):
+                    changed.append(key)
+                value = {name: copy(value[name], depth + 1) for name in order}
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                value = {name: copy(item, depth + 1) for name, item in value.items()}
+            elif key in _SUBSCHEMA_LISTS or key in _SUBSCHEMA_ONE:
+                value = copy(value, depth + 1)
+            out[key] = value
+        return out
+
+    found = copy(schema, 0)
+    return found if changed else None
 
 
 def _check_tools(tools):
@@ -5696,11 +5733,14 @@ class _Arguments:
     """The rules of one tool's arguments, added to ``rules`` under names that start
     with ``tag``."""
 
-    def __init__(self, rules, tag, schema, strict, split):
+    def __init__(self, rules, tag, schema, strict, split, sort=False):
         self.rules = rules
         self.tag = tag
         self.root = schema
         self.strict = strict  # every object closed
+        # Every object's members in the schema's order, or (``sort``) sorted by key
+        # as templates that sort keys write them (``_ordered``).
+        self.sort = sort
         # Where some value is no regular language (recursion, any JSON value), every
         # key, value and mark is a lexeme of its own, as in JSON_RULES: a rule made of
         # several members or items that llguidance took for one lexeme could race a
@@ -5831,23 +5871,24 @@ class _Arguments:
 
     def _ordered(self, entries, required, extra, close):
         """The members (key → (first written, written after another)) in the order
-        the schema lists them, or sorted by key, as templates that sort them
-        (``dictsort``) write them; then ``extra`` ones and ``close`` (``_chain``)."""
-        keys = list(entries)
-        orders = [keys, sorted(keys, key=str.lower)]
-        chains = [
-            self._chain(
-                [(*entries[key], key in required) for key in order], extra, close
-            )
-            for order in orders[: 1 + (orders[1] != keys)]
-        ]
-        return chains[0] if len(chains) == 1 else self._rule(" | ".join(chains))
+        the schema lists them, or (``sort``) sorted by key, as templates that sort
+        them (``dictsort``) write them; then ``extra`` ones and ``close``
+        (``_chain``). Every object of a call takes one order: the other exports'
+        JSON schema readers follow the order ``properties`` lists, and
+        ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
+        order = sorted(entries, key=str.lower) if self.sort else list(entries)
+        return self._chain(
+            [(*entries[key], key in required) for key in order], extra, close
+        )
 
     def _unit(self, value, key):
-        """(a unit with this key and (value, what closes it), the same after the
+        """(a unit with this key and (value, what closes it, whether the whitespace
+        around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
         each is one lexeme with the whitespace it holds."""
-        head, _, tail = TOOL_UNIT.partition("tool-value")
+        *value, exact = value
+        unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
+        head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
@@ -5863,9 +5904,12 @@ class _Arguments:
         return f"{first} {rest}", f"{later} {rest}"
 
     def _unit_value(self, schema):
-        """(a unit's value, what closes it): the text as written where the value is
-        a string (the reader types the rest by the schema); None where no value
-        fits."""
+        """(a unit's value, what closes it, whether the whitespace around it is
+        exactly what the reader leaves out): the text as written where the value
+        is a string (the reader types the rest by the schema); None where no value
+        fits. A suffixed value the schema lists is read as written where the
+        schema admits strings: whitespace around it would be its own (an enum's
+        "19:30" written after a blank line is "\n19:30")."""
         listed = self._listed(schema)
         if SUFFIXED_VALUES:
             if listed is not None:
@@ -5873,19 +5917,23 @@ class _Arguments:
                     _gbnf_literal(v) if isinstance(v, str) else self._literals([v])
                     for v in listed
                 ]
-                return _either(written), TOOL_VALUE_CLOSE
+                exact = TOOL_VALUE_CLOSE_EXACT if TOOL_UNIT_EXACT else TOOL_VALUE_CLOSE
+                kinds = self._kinds(schema, 0)
+                if kinds is None or "string" in kinds:
+                    return _either(written), exact, True
+                return _either(written), TOOL_VALUE_CLOSE, False
             kinds = self._kinds(schema, 0)
             if kinds is None or "string" in kinds or kinds & set(TOOL_RAW_KINDS):
-                return TOOL_RAW_VALUE, ""
+                return TOOL_RAW_VALUE, "", False
             value = self._value(schema)
-            return None if value is None else (value, TOOL_VALUE_CLOSE)
+            return None if value is None else (value, TOOL_VALUE_CLOSE, False)
         value = self._value(schema)
         if value is None:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
-            return _either([TOOL_RAW_VALUE, value]), ""
-        return value, ""
+            return _either([TOOL_RAW_VALUE, value]), "", False
+        return value, "", False
 
     def _chain(self, entries, extra, close):
         """Members in order, ``entries`` being (first written, written after another,
@@ -6320,9 +6368,17 @@ def _typed_arguments(typed, split):
     made: dict = {}
     found = {}
     for index, (name, parameters, strict) in enumerate(typed):
-        found[name] = _Arguments(
-            made, f"tool{index}", parameters, strict, split
-        ).arguments()
+        arguments = _Arguments(made, f"tool{index}", parameters, strict, split)
+        found[name] = rule = arguments.arguments()
+        if rule and _sorted_keys(_self_contained(parameters, parameters)) is not None:
+            # The members of every object sorted by key, as templates that sort
+            # them write them: the other order a call may take (the exports' too).
+            other = _Arguments(
+                made, f"tool{index}s", parameters, strict, split, sort=True
+            ).arguments()
+            if other and other != rule:
+                found[name] = f"tool{index}-either"
+                made[found[name]] = f"{rule} | {other}"
     return made, found
 
 
@@ -6502,13 +6558,7 @@ def _body(calls, functions, required, parallel):
             )
         if not functions:
             return content
-        listed = {
-            "type": "tags_with_separator",
-            "tags": _call_tags(calls, functions),
-            "separator": calls["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        listed = _listed(_call_tags(calls, functions), calls["separator"], parallel)
         if CONTENT_AS_UNIT:
             head = _tag(unit["opener"], _any(), unit["separator"])
             after = _sequence([_SPACE, head, _SPACE, listed])
@@ -6518,13 +6568,7 @@ def _body(calls, functions, required, parallel):
         return text
     tags = _call_tags(calls, functions)
     if section is not None and any(section["end"]):
-        inner = {
-            "type": "tags_with_separator",
-            "tags": tags,
-            "separator": section["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        inner = _listed(tags, section["separator"], parallel)
         tags = [
             _tag(
                 section["begin"],
@@ -6533,8 +6577,20 @@ def _body(calls, functions, required, parallel):
             )
         ]
     elif section is not None:
-        # Nothing closes the section: its opener begins the first call.
-        first = [dict(tag, begin=section["begin"] + tag["begin"]) for tag in tags]
+        # Nothing closes the section: its opener begins the first call (whitespace
+        # may stand between them).
+        first = [
+            dict(
+                tag,
+                begin=section["begin"],
+                content=(
+                    _sequence([_SPACE, _const(tag["begin"]), tag["content"]])
+                    if tag["begin"]
+                    else tag["content"]
+                ),
+            )
+            for tag in tags
+        ]
         if parallel and calls["call_trigger"]:
             tags = first + [dict(tag, begin=tag["begin"].lstrip()) for tag in tags]
         else:
@@ -6549,6 +6605,16 @@ def _body(calls, functions, required, parallel):
     return found
 
 
+def _listed(tags, separator, parallel):
+    """One call, or (``parallel``) calls with ``separator`` between them, whitespace
+    around it as the reader skips it."""
+    one = _one_of(tags)
+    if not parallel:
+        return one
+    between = _literal(separator) or [_SPACE]
+    return _sequence([one, {"type": "star", "content": _sequence(between + [one])}])
+
+
 def _end(closers):
     return closers[0] if len(closers) == 1 else closers
 
@@ -6559,41 +6625,67 @@ def _escaped(text, escapes):
 
 def _call_tags(calls, functions):
     """One tag per way of writing a call and per function (tags that begin alike
-    merged into one whose content is either)."""
+    merged into one whose content is either). A tag begins with the call's first
+    literal, up to where the reader lets whitespace stand; every later literal,
+    the name and the other holes stand after any whitespace (but a literal that
+    follows its hole as written), as the reader skips it."""
     tags: dict = {}
     for items in calls["variants"]:
         for name, parameters in functions:
-            begin = ""
+            begin = None
             content: list = []
-            literal = True
             for item in items:
                 kind = item[0]
                 if kind == "end":
-                    key = (begin, tuple(item[1]))
+                    key = (begin or "", tuple(_cores(item[1])))
                     tags.setdefault(key, []).append(
-                        _sequence(content) if content else _const("")
+                        _sequence(content + [_SPACE]) if content else _SPACE
                     )
-                    continue
-                if kind == "text" or kind == "name":
-                    text = (
-                        item[1]
-                        if kind == "text"
-                        else _escaped(name, calls["name_escapes"])
-                    )
-                    if literal:
-                        begin += text
-                    elif text:
-                        content.append(_const(text))
-                    continue
-                literal = False
-                if kind == "regex":
-                    content.append({"type": "regex", "pattern": item[1]})
+                elif kind == "text" and begin is None:
+                    begin = item[1].rstrip()
+                    if begin != item[1]:
+                        content.append(_SPACE)
+                elif kind == "text":
+                    content += _literal(item[1], tight=len(item) > 2)
+                elif kind == "name":
+                    content += [_SPACE, _const(_escaped(name, calls["name_escapes"]))]
+                elif kind == "regex":
+                    content += [_SPACE, {"type": "regex", "pattern": item[1]}]
                 else:
                     content.append(_arguments(calls, name, parameters))
     return [
         _tag(begin, _one_of(contents), _end(list(ends)))
         for (begin, ends), contents in tags.items()
     ]
+
+
+def _literal(text, tight=False):
+    """A literal as the reader takes it: after any whitespace (``tight``: right
+    where it stands, as written), and any whitespace after it where it ends with
+    some."""
+    core = text.strip()
+    if not core:
+        return [] if tight or not text else [_SPACE]
+    lead = text[: len(text) - len(text.lstrip())]
+    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
+    return found + ([_SPACE] if text != text.rstrip() else [])
+
+
+def _cores(closers):
+    """The closers of a call without the whitespace around them (the tag's content
+    takes it), "" kept (a closer a server may cut off)."""
+    return list(dict.fromkeys(closer.strip() for closer in closers))
+
+
+def _json(schema):
+    """A value of the (self-contained) JSON ``schema``: its objects' members in the
+    order its ``properties`` list them, or every object's sorted by key, as
+    templates that sort keys write them (the GBNF takes the same two)."""
+    found = {"type": "json_schema", "json_schema": schema}
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return _one_of([found, {"type": "json_schema", "json_schema": other}])
 
 
 def _arguments(calls, name, parameters):
@@ -6608,35 +6700,93 @@ def _arguments(calls, name, parameters):
             whole = _call_object(shape, name, inner, order)
             if defs:
                 whole["$defs"] = defs
-            objects.append({"type": "json_schema", "json_schema": whole})
+            objects.append(_json(whole))
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
         schema = _self_contained(parameters, parameters)
-        return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
-        )
+        return _sequence([_SPACE, _json(schema), _SPACE])
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
         return _any()
-    tags = []
-    for key, schema in properties.items():
-        suffix = units["value_suffix"]
-        written = _escaped(key, units["key_escapes"])
-        if units["key_slot"]:
-            suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
-        if units["value_start"]:
-            # What stands between the key and the value (an attribute naming its type).
-            value = _sequence([_tag("", _any(), units["value_start"]), value])
-        tags.append(
-            _tag(units["key_prefix"] + written + units["key_end"], value, suffix)
-        )
-    return {
-        "type": "tags_with_separator",
-        "tags": tags,
-        "separator": units["separator"],
+    wanted = parameters.get("required")
+    required = set(wanted) if isinstance(wanted, list) else set()
+    written = {
+        key: _unit(units, key, schema, parameters) for key, schema in properties.items()
     }
+    orders = [list(properties)]
+    if sorted(properties, key=str.lower) != orders[0]:
+        orders.append(sorted(properties, key=str.lower))  # as templates that sort keys
+    return _one_of(
+        [_units_in_order(units, order, written, required) for order in orders]
+    )
+
+
+def _units_in_order(units, order, written, required):
+    """Units in ``order``, each once, the required ones all: where a separator
+    stands between units, one alternative per unit that may come first."""
+    separator = units["separator"]
+    if not separator.strip():
+        between = [_SPACE] if separator else []
+        return _sequence(
+            [_between(written[key], key in required, between) for key in order]
+            or [_const("")]
+        )
+    mark = _literal(separator)
+    options = []
+    for first, key in enumerate(order):
+        rest = [
+            _between(written[other], other in required, mark)
+            for other in order[first + 1 :]
+        ]
+        options.append(_sequence([written[key]] + rest))
+        if key in required:
+            break
+    else:
+        options.append(_const(""))  # every unit left out
+    return _one_of(options)
+
+
+def _between(unit, required, before):
+    """A unit after what stands before it (a separator), left out unless required."""
+    found = _sequence(before + [unit]) if before else unit
+    return found if required else {"type": "optional", "content": found}
+
+
+def _unit(units, key, schema, root):
+    """One key/value unit as the format writes it, the value typed by its JSON
+    schema: the key's literals after any whitespace, the value, its suffix."""
+    written = _escaped(key, units["key_escapes"])
+    suffix = units["value_suffix"]
+    if units["key_slot"]:
+        suffix = suffix.replace(units["key_slot"], written)
+    value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
+    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
+    head = [_SPACE] + ([_const(prefix)] if prefix else [])
+    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    last = key_end
+    if units["value_start"]:
+        # What stands between the key and the value (an attribute naming its type).
+        head.append(_tag("", _any(), units["value_start"].strip()))
+        last = units["value_start"]
+    trail = last[len(last.rstrip()) :]
+    core = suffix.strip()
+    if not core:
+        return _sequence(head + [_SPACE, value])
+    if kind == "raw":
+        # Text as written, to the suffix (whitespace around it is its own).
+        return _sequence(head + [_tag("", value, core)])
+    if kind == "listed":
+        # A string the schema lists is read as written: whitespace around it is only
+        # what the key's literal ends with and the suffix starts with, once each.
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        around = [_optional(trail), value, _optional(lead), _const(core)]
+        return _sequence(head + [item for item in around if item is not None])
+    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+
+
+def _optional(text):
+    return {"type": "optional", "content": _const(text)} if text else None
 
 
 def _call_object(shape, name, parameters, order):
@@ -6689,7 +6839,9 @@ def _call_object(shape, name, parameters, order):
 
 def _value(units, schema, root):
     """One argument's value as the format writes it, typed by its JSON schema (its
-    ``$ref``s looked up in ``root``, the function's parameters)."""
+    ``$ref``s looked up in ``root``, the function's parameters), and how: "raw" (any
+    text, the suffix ends it), "listed" (a string the schema lists, written as it
+    is) or "typed" (a value that ends by itself)."""
     schema = _resolved(schema, root)
     if not isinstance(schema, dict):
         schema = {}
@@ -6704,32 +6856,34 @@ def _value(units, schema, root):
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing)
-            return _any()
+                return _tag(opening, _any(), closing), "typed"
+            return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
-        return _one_of([_const(text) for text in dict.fromkeys(written)])
+        found = _one_of([_const(text) for text in dict.fromkeys(written)])
+        return found, "typed" if opening else "listed"
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+            return _json(_self_contained(schema, root)), "typed"
         if types == "boolean":
-            return _one_of([_const(own["true"]), _const(own["false"])])
+            return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
-            return _const(own["null"])
-        return _grammar(own["grammar"])
-    anything = (
-        _any() if units["value_grammar"] is None else _grammar(units["value_grammar"])
-    )
+            return _const(own["null"]), "typed"
+        return _grammar(own["grammar"]), "typed"
+    if units["value_grammar"] is None:
+        anything = _any(), "raw"
+    else:
+        anything = _grammar(units["value_grammar"]), "typed"
     if units["elements"] and types in ("object", "array", None):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+    found = _json(_self_contained(schema, root))
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}
@@ -6738,8 +6892,8 @@ def _value(units, schema, root):
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
             return anything  # a Python literal (or JSON) the schema cannot type
-        return _one_of([found] + extra)
-    return found
+        return _one_of([found] + extra), "typed"
+    return found, "typed"
 
 
 # ------------------------------------------------------------------------------
@@ -6885,7 +7039,7 @@ def _lark_arguments(rule, parameters, strict):
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
         schema = _self_contained(schema, schema)
-        return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
+        return rule, "%s: %s\n" % (rule, _lark_json(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
     parameters = parameters if isinstance(parameters, dict) else {}
@@ -6922,6 +7076,8 @@ def _lark_unit(rule, key, schema, strict, root):
     it (None: any key), its value as the property's JSON ``schema`` types it (its
     ``$ref``s looked up in ``root``, the function's parameters)."""
     kind, value = _lark_value(_resolved(schema, root))
+    if kind == "enum" and "unit-enum" not in _LARK:
+        kind = "scalar"  # whitespace around a listed string is no part of it
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -6936,13 +7092,14 @@ def _lark_unit(rule, key, schema, strict, root):
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
-        text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
+        text = text.replace("%%JSON%%", _lark_json(schema, strict))
     return rule, text
 
 
 def _lark_value(schema):
-    """(how a value of this JSON schema is checked: "text", "string", "scalar" or
-    "json"; for a scalar, the regular expression of its forms)."""
+    """(how a value of this JSON schema is checked: "text", "string", "scalar",
+    "enum" (a scalar the schema lists, a string among them) or "json"; for a
+    scalar, the regular expression of its forms)."""
     if not isinstance(schema, dict):
         return "text", ""
     values = schema.get("enum")
@@ -6964,7 +7121,8 @@ def _lark_value(schema):
                 forms.append(_lark_regex(json.dumps(value)))
             else:
                 return "json", ""  # an object or array: the schema checks it
-        return "scalar", "|".join(forms)
+        strings = any(isinstance(value, str) for value in values)
+        return "enum" if strings else "scalar", "|".join(forms)
     kind = schema.get("type")
     if kind == "string":
         return "string", ""
@@ -6978,6 +7136,17 @@ def _lark_value(schema):
     if kind in ("object", "array"):
         return "json", ""
     return "text", ""  # several types, anyOf, no type: any value the format reads
+
+
+def _lark_json(schema, strict):
+    """``%json`` of a (self-contained) JSON schema: its objects' members in the order
+    its ``properties`` list them, or, as templates that sort keys write them, every
+    object's sorted (``_sorted_keys``; the GBNF takes the same two)."""
+    found = "%json " + _lark_schema(schema, strict)
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return "(%s | %%json %s)" % (found, _lark_schema(other, strict))
 
 
 def _lark_schema(schema, strict):

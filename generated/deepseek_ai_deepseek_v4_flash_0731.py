@@ -102,6 +102,10 @@ TOOL_UNIT: str = (
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</｜DSML｜parameter>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" argument-attribute-closed tool-value ws'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</｜DSML｜parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -645,6 +649,7 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">(?s:.*)<\\/｜DSML｜parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">(?s:.*)<\\/｜DSML｜parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
     "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',

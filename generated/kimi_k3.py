@@ -111,6 +111,10 @@ TOOL_UNIT: str = (
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "<|close|>argument<|sep|>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<|open|>argument key=\\"" ws tool-key ws "\\" type=\\"" argument-attribute-closed tool-value'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"<|close|>argument<|sep|>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -916,6 +920,7 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',

@@ -349,7 +349,7 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*\\s*/ %%ARGS%%\n",
     "lead-full": "",
     "lead-rest": "",
     "lead-next": "\\s*>>>",

@@ -99,6 +99,8 @@ TOOL_UNIT: str = 'ws "[<" ws tool-key ws ">" tool-value'
 TOOL_RAW_VALUE: str = 'argument-value-closed+ tool-key ">]<]minimax[>"'
 TOOL_ANY_VALUE: str = 'argument-value-closed+ tool-key ">]<]minimax[>"'
 TOOL_VALUE_CLOSE: str = 'ws "]<]minimax[>[</" tool-key ">]<]minimax[>"'
+TOOL_UNIT_EXACT: str = 'ws "[<" ws tool-key ws ">" tool-value'
+TOOL_VALUE_CLOSE_EXACT: str = '"]<]minimax[>[</" tool-key ">]<]minimax[>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_RAW_KINDS: tuple[str, ...] = ("object", "array")
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
@@ -548,6 +550,7 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-scalar": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-enum": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>(?:%%VALUE%%)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

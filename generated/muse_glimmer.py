@@ -110,6 +110,10 @@ TOOL_UNIT: str = 'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</atem:parameter>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</atem:parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -543,6 +547,7 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/atem:parameter>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/atem:parameter>/\n',
     "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "<\\x{7f}]+',

@@ -96,6 +96,8 @@ TOOL_UNIT: str = 'ws "<param name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</param>"'
+TOOL_UNIT_EXACT: str = 'ws "<param name=\\"" ws tool-key ws "\\">" tool-value'
+TOOL_VALUE_CLOSE_EXACT: str = '"</param>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -547,6 +549,7 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/param>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/param>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -101,6 +101,10 @@ TOOL_UNIT: str = 'ws "<arg_key>" ws tool-key ws "</arg_key><arg_value>" tool-val
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</arg_value>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<arg_key>" ws tool-key ws "</arg_key><arg_value>" tool-value'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</arg_value>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -544,6 +548,7 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
+    "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
     "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>/ %%JSON%% /\\s*<\\/arg_value>/\n",
     "enum": "%%TEXT%%",
     "name": "[\\-\\.0-:A-Z_a-z]+",

@@ -103,6 +103,8 @@ TOOL_UNIT: str = 'ws "<parameter=" ws tool-key ws ">" ws tool-value ws'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</parameter>"'
+TOOL_UNIT_EXACT: str = 'ws "<parameter=" ws tool-key ws ">" "\\n"? tool-value ws'
+TOOL_VALUE_CLOSE_EXACT: str = '"\\n"? "</parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -491,6 +493,7 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
+    "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
     "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",

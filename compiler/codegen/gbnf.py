@@ -526,6 +526,12 @@ def _marker(text: str, lead: bool = True) -> str:
     return " ".join(before + [literal(core)] + [_trail(text)]).strip()
 
 
+def _optional(text: str) -> str:
+    """``text`` (whitespace a literal writes) once or not at all, as the reader takes
+    it; "" for none."""
+    return f"{literal(text)}?" if text else ""
+
+
 def _join(texts: list[str]) -> str:
     """GBNF texts in a row, one whitespace rule (the wider) where two would meet."""
     out = ""
@@ -686,11 +692,18 @@ class _Grammar:
             closing = self.closer(calls.end)
             return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
         pieces = []
-        for part in calls.parts:
+        for part, options in zip(calls.parts, calls.part_options, strict=True):
             hole, after = part.hole, part.after
             if hole in ("name", "id"):
                 rule = NAME_RULE if hole == "name" else "call-id"
                 rule = self.hole_rule(rule, calls.parts, hole)
+                if any(not text.strip() for text, _ in options):
+                    # The reader may also end the name at its word's end (real
+                    # outputs leave the literal out): whitespace after the word ends
+                    # it there, so the literal follows the word as written.
+                    close = _join([literal(after.rstrip()), _trail(after)]) if after.strip() else ""
+                    pieces.append(_Piece(_join(["ws", rule, close])))
+                    continue
                 pieces.append(_Piece(_join(["ws", rule, _marker(after)])))
             elif hole == "index":
                 pieces.append(_Piece(_join(["ws", "[0-9]+", _marker(after)])))
@@ -735,11 +748,19 @@ class _Grammar:
         else:
             key = self.add("argument-key", _class(*chars, repeated=True))
 
-        def head_of(key: str) -> str:
-            head = _join([_marker(arguments.key_prefix), "ws", key, "ws",
-                          _marker(key_end, lead=False)])  # fmt: skip
+        def head_of(key: str, exact: bool = False) -> str:
+            """A unit's text up to its value; ``exact``: the whitespace the last
+            literal ends with as the reader takes it (once, or not at all), where
+            more would be the value's own text (a suffixed value)."""
+            last = arguments.value_start or key_end
+            end = literal(key_end.strip()) if exact and not arguments.value_start else (
+                _marker(key_end, lead=False))  # fmt: skip
+            head = _join([_marker(arguments.key_prefix), "ws", key, "ws", end])
             if arguments.value_start:
-                head = _join([head, "argument-attribute-closed", _trail(arguments.value_start)])
+                head = _join([head, "argument-attribute-closed"] + (
+                    [] if exact else [_trail(arguments.value_start)]))  # fmt: skip
+            if exact:
+                head = _join([head, _optional(last[len(last.rstrip()):])])
             return head
 
         if arguments.value_start:
@@ -770,6 +791,10 @@ class _Grammar:
             if before and after is not None:
                 value = _join([value, key, literal(after) if after else ""])
                 close += [KEY_HOLE, literal(after) if after else ""]
+            # A value written as it is (a string: an enum's, a const's) is the text
+            # between the key's literal and the suffix less one run of the whitespace
+            # each writes there (the reader's _read_to): no other whitespace around it.
+            exact_close = [_optional(suffix[: len(suffix) - len(suffix.lstrip())])] + close[1:]
             unit = self.add("argument", _join([head, value, _trail(suffix)]))
             raw = value
             if before and after is not None:
@@ -781,6 +806,8 @@ class _Grammar:
                 TOOL_RAW_VALUE=raw,
                 TOOL_ANY_VALUE=raw,
                 TOOL_VALUE_CLOSE=_join(close),
+                TOOL_UNIT_EXACT=_join([head_of(KEY_HOLE, exact=True), VALUE_HOLE, _trail(suffix)]),
+                TOOL_VALUE_CLOSE_EXACT=_join(exact_close),
             )
             if not separator:
                 return f"{unit}*", True

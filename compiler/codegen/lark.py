@@ -173,16 +173,19 @@ class _Lark:
         """(the literal's pieces, its trailing whitespace), as the reader cuts them."""
         return marker_pieces(literal, self.tokens)
 
-    def marker(self, text: str, lead: bool = True, skip: int = 0) -> str:
+    def marker(self, text: str, lead: bool = True, skip: int = 0, exact: bool = False) -> str:
         """A literal as the reader matches it: any whitespace before it (``lead``) and
-        between its pieces, and after it where it ends with some; less its first
-        ``skip`` pieces."""
+        between its pieces, and after it where it ends with some (``exact``: that
+        whitespace once or not at all, as the reader takes it before a value
+        written as it is); less its first ``skip`` pieces."""
         pieces, trail = self.pieces(text)
         if not pieces:
             return WS if text and lead else ""
         body = "".join(WS + rx(piece) for piece in pieces[skip:])
         if not lead and not skip:
             body = body[len(WS) :]
+        if exact:
+            return body + (f"(?:{rx(trail)})?" if trail else "")
         return body + (WS if trail else "")
 
     def closer(self, *texts: str) -> str:
@@ -267,8 +270,19 @@ class _Lark:
         part = self.calls.parts[index]
         hole = {"name": "%%NAME%%", "index": "[0-9]+"}.get(part.hole) or self.name_class("id")
         options = [(part.after, 0), *self.calls.part_options[index]]
+        # Where a literal that is only whitespace (or none) may end the hole, the
+        # reader ends it at its word's end: whitespace after the word does, so each
+        # literal follows the word as written.
+        tight = part.hole != "index" and any(not text.strip() for text, _ in options)
+
+        def ending(text: str) -> str:
+            if not tight or not text.strip():
+                return self.marker(text)
+            lead = text[: len(text) - len(text.lstrip())]
+            return rx(lead) + self.marker(text, lead=False)
+
         return WS + hole + _any_of(
-            [self.marker(text) + self.holes(index + 1 + skip, stop) for text, skip in options]
+            [ending(text) + self.holes(index + 1 + skip, stop) for text, skip in options]
         )
 
     def call(self) -> None:
@@ -283,10 +297,13 @@ class _Lark:
         part = calls.parts[at]
         closing = self.closer(part.after, *(text for text, _ in calls.part_options[at]))
         tail = closing + self.holes(at + 1, len(holes))
-        items = ["%%LEAD%%" + self.holes(0, at), _Ref("%%ARGS%%"), tail]
-        self.add("call_%%I%%", _seq(items), part="call")
         arguments = calls.arguments
         assert arguments is not None
+        # Whitespace before a JSON (or Python) value, as the reader skips it: in
+        # the lexeme before it (%json starts at the value's first character).
+        space = "" if arguments.units else WS
+        items = ["%%LEAD%%" + self.holes(0, at) + space, _Ref("%%ARGS%%"), tail]
+        self.add("call_%%I%%", _seq(items), part="call")
         if arguments.units:
             self.units(part.after)
         elif arguments.literal == "python":
@@ -367,12 +384,17 @@ class _Lark:
         # A key holds no space and does not start what may come instead of a unit.
         firsts = "".join(text.strip()[:1] for text in (arguments.separator, closing))
         self.out["key"] = _class(_intersection(name_class(arguments.key_end), (True, firsts))) + "+"
-        head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
-        head += self.marker(arguments.key_end, lead=False)
+        key_head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
         start = arguments.value_start
         if start.strip():
             # What stands between the key and the value (an attribute naming its type).
-            head += _class((True, start.strip()[0])) + "*" + self.marker(start, lead=False)
+            key_head += self.marker(arguments.key_end, lead=False)
+            key_head += _class((True, start.strip()[0])) + "*"
+            head = key_head + self.marker(start, lead=False)
+            exact = key_head + self.marker(start, lead=False, exact=True)
+        else:
+            head = key_head + self.marker(arguments.key_end, lead=False)
+            exact = key_head + self.marker(arguments.key_end, lead=False, exact=True)
         separator = arguments.separator
         if separator.strip():
             self.out["separator"] = f"/{self.marker(separator)}/"
@@ -397,6 +419,11 @@ class _Lark:
             self.out["unit-text"] = f"%%RULE%%[lazy]: /{head}{ANY}{suffix}/\n"
             self.out["unit-string"] = self.out["unit-text"]
             self.out["unit-scalar"] = f"%%RULE%%: /{head}{WS}(?:%%VALUE%%){WS}{suffix}/\n"
+            # A string the schema lists is read as written: no whitespace around it
+            # but what the key's literal ends with and the suffix starts with, once.
+            lead = arguments.value_suffix[: len(arguments.value_suffix) - len(arguments.value_suffix.lstrip())]
+            before = f"(?:{rx(lead)})?" if lead else ""
+            self.out["unit-enum"] = f"%%RULE%%: /{exact}(?:%%VALUE%%){before}{suffix}/\n"
             if arguments.elements is None and "json" in (literal, arguments.containers):
                 # Objects and arrays written as JSON, held to their schema (where the
                 # template writes them as Python literals, or the analysis could not

@@ -220,6 +220,11 @@ TOOL_UNIT_SEPARATOR: str = _given("TOOL_UNIT_SEPARATOR", "")
 TOOL_RAW_VALUE: str = _given("TOOL_RAW_VALUE", "")
 TOOL_ANY_VALUE: str = _given("TOOL_ANY_VALUE", "")
 TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
+# A unit and what closes its value where the value is text as written that the schema
+# lists (an enum's strings): the whitespace around it exactly as the reader leaves it
+# out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
+TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and
 # not its first ones.

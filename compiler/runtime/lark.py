@@ -18,7 +18,7 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
-from .values import _check_tools, _resolved, _self_contained
+from .values import _check_tools, _resolved, _self_contained, _sorted_keys
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -147,7 +147,7 @@ def _lark_arguments(rule, parameters, strict):
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
         schema = _self_contained(schema, schema)
-        return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
+        return rule, "%s: %s\n" % (rule, _lark_json(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
     parameters = parameters if isinstance(parameters, dict) else {}
@@ -184,6 +184,8 @@ def _lark_unit(rule, key, schema, strict, root):
     it (None: any key), its value as the property's JSON ``schema`` types it (its
     ``$ref``s looked up in ``root``, the function's parameters)."""
     kind, value = _lark_value(_resolved(schema, root))
+    if kind == "enum" and "unit-enum" not in _LARK:
+        kind = "scalar"  # whitespace around a listed string is no part of it
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -198,13 +200,14 @@ def _lark_unit(rule, key, schema, strict, root):
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
-        text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
+        text = text.replace("%%JSON%%", _lark_json(schema, strict))
     return rule, text
 
 
 def _lark_value(schema):
-    """(how a value of this JSON schema is checked: "text", "string", "scalar" or
-    "json"; for a scalar, the regular expression of its forms)."""
+    """(how a value of this JSON schema is checked: "text", "string", "scalar",
+    "enum" (a scalar the schema lists, a string among them) or "json"; for a
+    scalar, the regular expression of its forms)."""
     if not isinstance(schema, dict):
         return "text", ""
     values = schema.get("enum")
@@ -226,7 +229,8 @@ def _lark_value(schema):
                 forms.append(_lark_regex(json.dumps(value)))
             else:
                 return "json", ""  # an object or array: the schema checks it
-        return "scalar", "|".join(forms)
+        strings = any(isinstance(value, str) for value in values)
+        return "enum" if strings else "scalar", "|".join(forms)
     kind = schema.get("type")
     if kind == "string":
         return "string", ""
@@ -240,6 +244,17 @@ def _lark_value(schema):
     if kind in ("object", "array"):
         return "json", ""
     return "text", ""  # several types, anyOf, no type: any value the format reads
+
+
+def _lark_json(schema, strict):
+    """``%json`` of a (self-contained) JSON schema: its objects' members in the order
+    its ``properties`` list them, or, as templates that sort keys write them, every
+    object's sorted (``_sorted_keys``; the GBNF takes the same two)."""
+    found = "%json " + _lark_schema(schema, strict)
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return "(%s | %%json %s)" % (found, _lark_schema(other, strict))
 
 
 def _lark_schema(schema, strict):

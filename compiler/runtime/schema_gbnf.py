@@ -35,8 +35,10 @@ from .format import (
     TOOL_RAW_KINDS,
     TOOL_RAW_VALUE,
     TOOL_UNIT,
+    TOOL_UNIT_EXACT,
     TOOL_UNIT_SEPARATOR,
     TOOL_VALUE_CLOSE,
+    TOOL_VALUE_CLOSE_EXACT,
 )
 from .values import _DEEPEST_SCHEMA, _pointed, _schema_choices, _schema_kinds
 
@@ -179,11 +181,14 @@ class _Arguments:
     """The rules of one tool's arguments, added to ``rules`` under names that start
     with ``tag``."""
 
-    def __init__(self, rules, tag, schema, strict, split):
+    def __init__(self, rules, tag, schema, strict, split, sort=False):
         self.rules = rules
         self.tag = tag
         self.root = schema
         self.strict = strict  # every object closed
+        # Every object's members in the schema's order, or (``sort``) sorted by key
+        # as templates that sort keys write them (``_ordered``).
+        self.sort = sort
         # Where some value is no regular language (recursion, any JSON value), every
         # key, value and mark is a lexeme of its own, as in JSON_RULES: a rule made of
         # several members or items that llguidance took for one lexeme could race a
@@ -314,23 +319,24 @@ class _Arguments:
 
     def _ordered(self, entries, required, extra, close):
         """The members (key → (first written, written after another)) in the order
-        the schema lists them, or sorted by key, as templates that sort them
-        (``dictsort``) write them; then ``extra`` ones and ``close`` (``_chain``)."""
-        keys = list(entries)
-        orders = [keys, sorted(keys, key=str.lower)]
-        chains = [
-            self._chain(
-                [(*entries[key], key in required) for key in order], extra, close
-            )
-            for order in orders[: 1 + (orders[1] != keys)]
-        ]
-        return chains[0] if len(chains) == 1 else self._rule(" | ".join(chains))
+        the schema lists them, or (``sort``) sorted by key, as templates that sort
+        them (``dictsort``) write them; then ``extra`` ones and ``close``
+        (``_chain``). Every object of a call takes one order: the other exports'
+        JSON schema readers follow the order ``properties`` lists, and
+        ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
+        order = sorted(entries, key=str.lower) if self.sort else list(entries)
+        return self._chain(
+            [(*entries[key], key in required) for key in order], extra, close
+        )
 
     def _unit(self, value, key):
-        """(a unit with this key and (value, what closes it), the same after the
+        """(a unit with this key and (value, what closes it, whether the whitespace
+        around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
         each is one lexeme with the whitespace it holds."""
-        head, _, tail = TOOL_UNIT.partition("tool-value")
+        *value, exact = value
+        unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
+        head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
@@ -346,9 +352,12 @@ class _Arguments:
         return f"{first} {rest}", f"{later} {rest}"
 
     def _unit_value(self, schema):
-        """(a unit's value, what closes it): the text as written where the value is
-        a string (the reader types the rest by the schema); None where no value
-        fits."""
+        """(a unit's value, what closes it, whether the whitespace around it is
+        exactly what the reader leaves out): the text as written where the value
+        is a string (the reader types the rest by the schema); None where no value
+        fits. A suffixed value the schema lists is read as written where the
+        schema admits strings: whitespace around it would be its own (an enum's
+        "19:30" written after a blank line is "\n19:30")."""
         listed = self._listed(schema)
         if SUFFIXED_VALUES:
             if listed is not None:
@@ -356,19 +365,23 @@ class _Arguments:
                     _gbnf_literal(v) if isinstance(v, str) else self._literals([v])
                     for v in listed
                 ]
-                return _either(written), TOOL_VALUE_CLOSE
+                exact = TOOL_VALUE_CLOSE_EXACT if TOOL_UNIT_EXACT else TOOL_VALUE_CLOSE
+                kinds = self._kinds(schema, 0)
+                if kinds is None or "string" in kinds:
+                    return _either(written), exact, True
+                return _either(written), TOOL_VALUE_CLOSE, False
             kinds = self._kinds(schema, 0)
             if kinds is None or "string" in kinds or kinds & set(TOOL_RAW_KINDS):
-                return TOOL_RAW_VALUE, ""
+                return TOOL_RAW_VALUE, "", False
             value = self._value(schema)
-            return None if value is None else (value, TOOL_VALUE_CLOSE)
+            return None if value is None else (value, TOOL_VALUE_CLOSE, False)
         value = self._value(schema)
         if value is None:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
-            return _either([TOOL_RAW_VALUE, value]), ""
-        return value, ""
+            return _either([TOOL_RAW_VALUE, value]), "", False
+        return value, "", False
 
     def _chain(self, entries, extra, close):
         """Members in order, ``entries`` being (first written, written after another,

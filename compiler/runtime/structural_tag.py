@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
-from .values import _check_tools, _resolved, _self_contained
+from .values import _check_tools, _resolved, _self_contained, _sorted_keys
 
 
 def structural_tag(
@@ -147,13 +147,7 @@ def _body(calls, functions, required, parallel):
             )
         if not functions:
             return content
-        listed = {
-            "type": "tags_with_separator",
-            "tags": _call_tags(calls, functions),
-            "separator": calls["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        listed = _listed(_call_tags(calls, functions), calls["separator"], parallel)
         if CONTENT_AS_UNIT:
             head = _tag(unit["opener"], _any(), unit["separator"])
             after = _sequence([_SPACE, head, _SPACE, listed])
@@ -163,13 +157,7 @@ def _body(calls, functions, required, parallel):
         return text
     tags = _call_tags(calls, functions)
     if section is not None and any(section["end"]):
-        inner = {
-            "type": "tags_with_separator",
-            "tags": tags,
-            "separator": section["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        inner = _listed(tags, section["separator"], parallel)
         tags = [
             _tag(
                 section["begin"],
@@ -178,8 +166,20 @@ def _body(calls, functions, required, parallel):
             )
         ]
     elif section is not None:
-        # Nothing closes the section: its opener begins the first call.
-        first = [dict(tag, begin=section["begin"] + tag["begin"]) for tag in tags]
+        # Nothing closes the section: its opener begins the first call (whitespace
+        # may stand between them).
+        first = [
+            dict(
+                tag,
+                begin=section["begin"],
+                content=(
+                    _sequence([_SPACE, _const(tag["begin"]), tag["content"]])
+                    if tag["begin"]
+                    else tag["content"]
+                ),
+            )
+            for tag in tags
+        ]
         if parallel and calls["call_trigger"]:
             tags = first + [dict(tag, begin=tag["begin"].lstrip()) for tag in tags]
         else:
@@ -194,6 +194,16 @@ def _body(calls, functions, required, parallel):
     return found
 
 
+def _listed(tags, separator, parallel):
+    """One call, or (``parallel``) calls with ``separator`` between them, whitespace
+    around it as the reader skips it."""
+    one = _one_of(tags)
+    if not parallel:
+        return one
+    between = _literal(separator) or [_SPACE]
+    return _sequence([one, {"type": "star", "content": _sequence(between + [one])}])
+
+
 def _end(closers):
     return closers[0] if len(closers) == 1 else closers
 
@@ -204,41 +214,67 @@ def _escaped(text, escapes):
 
 def _call_tags(calls, functions):
     """One tag per way of writing a call and per function (tags that begin alike
-    merged into one whose content is either)."""
+    merged into one whose content is either). A tag begins with the call's first
+    literal, up to where the reader lets whitespace stand; every later literal,
+    the name and the other holes stand after any whitespace (but a literal that
+    follows its hole as written), as the reader skips it."""
     tags: dict = {}
     for items in calls["variants"]:
         for name, parameters in functions:
-            begin = ""
+            begin = None
             content: list = []
-            literal = True
             for item in items:
                 kind = item[0]
                 if kind == "end":
-                    key = (begin, tuple(item[1]))
+                    key = (begin or "", tuple(_cores(item[1])))
                     tags.setdefault(key, []).append(
-                        _sequence(content) if content else _const("")
+                        _sequence(content + [_SPACE]) if content else _SPACE
                     )
-                    continue
-                if kind == "text" or kind == "name":
-                    text = (
-                        item[1]
-                        if kind == "text"
-                        else _escaped(name, calls["name_escapes"])
-                    )
-                    if literal:
-                        begin += text
-                    elif text:
-                        content.append(_const(text))
-                    continue
-                literal = False
-                if kind == "regex":
-                    content.append({"type": "regex", "pattern": item[1]})
+                elif kind == "text" and begin is None:
+                    begin = item[1].rstrip()
+                    if begin != item[1]:
+                        content.append(_SPACE)
+                elif kind == "text":
+                    content += _literal(item[1], tight=len(item) > 2)
+                elif kind == "name":
+                    content += [_SPACE, _const(_escaped(name, calls["name_escapes"]))]
+                elif kind == "regex":
+                    content += [_SPACE, {"type": "regex", "pattern": item[1]}]
                 else:
                     content.append(_arguments(calls, name, parameters))
     return [
         _tag(begin, _one_of(contents), _end(list(ends)))
         for (begin, ends), contents in tags.items()
     ]
+
+
+def _literal(text, tight=False):
+    """A literal as the reader takes it: after any whitespace (``tight``: right
+    where it stands, as written), and any whitespace after it where it ends with
+    some."""
+    core = text.strip()
+    if not core:
+        return [] if tight or not text else [_SPACE]
+    lead = text[: len(text) - len(text.lstrip())]
+    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
+    return found + ([_SPACE] if text != text.rstrip() else [])
+
+
+def _cores(closers):
+    """The closers of a call without the whitespace around them (the tag's content
+    takes it), "" kept (a closer a server may cut off)."""
+    return list(dict.fromkeys(closer.strip() for closer in closers))
+
+
+def _json(schema):
+    """A value of the (self-contained) JSON ``schema``: its objects' members in the
+    order its ``properties`` list them, or every object's sorted by key, as
+    templates that sort keys write them (the GBNF takes the same two)."""
+    found = {"type": "json_schema", "json_schema": schema}
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return _one_of([found, {"type": "json_schema", "json_schema": other}])
 
 
 def _arguments(calls, name, parameters):
@@ -253,35 +289,93 @@ def _arguments(calls, name, parameters):
             whole = _call_object(shape, name, inner, order)
             if defs:
                 whole["$defs"] = defs
-            objects.append({"type": "json_schema", "json_schema": whole})
+            objects.append(_json(whole))
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
         schema = _self_contained(parameters, parameters)
-        return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
-        )
+        return _sequence([_SPACE, _json(schema), _SPACE])
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
         return _any()
-    tags = []
-    for key, schema in properties.items():
-        suffix = units["value_suffix"]
-        written = _escaped(key, units["key_escapes"])
-        if units["key_slot"]:
-            suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
-        if units["value_start"]:
-            # What stands between the key and the value (an attribute naming its type).
-            value = _sequence([_tag("", _any(), units["value_start"]), value])
-        tags.append(
-            _tag(units["key_prefix"] + written + units["key_end"], value, suffix)
-        )
-    return {
-        "type": "tags_with_separator",
-        "tags": tags,
-        "separator": units["separator"],
+    wanted = parameters.get("required")
+    required = set(wanted) if isinstance(wanted, list) else set()
+    written = {
+        key: _unit(units, key, schema, parameters) for key, schema in properties.items()
     }
+    orders = [list(properties)]
+    if sorted(properties, key=str.lower) != orders[0]:
+        orders.append(sorted(properties, key=str.lower))  # as templates that sort keys
+    return _one_of(
+        [_units_in_order(units, order, written, required) for order in orders]
+    )
+
+
+def _units_in_order(units, order, written, required):
+    """Units in ``order``, each once, the required ones all: where a separator
+    stands between units, one alternative per unit that may come first."""
+    separator = units["separator"]
+    if not separator.strip():
+        between = [_SPACE] if separator else []
+        return _sequence(
+            [_between(written[key], key in required, between) for key in order]
+            or [_const("")]
+        )
+    mark = _literal(separator)
+    options = []
+    for first, key in enumerate(order):
+        rest = [
+            _between(written[other], other in required, mark)
+            for other in order[first + 1 :]
+        ]
+        options.append(_sequence([written[key]] + rest))
+        if key in required:
+            break
+    else:
+        options.append(_const(""))  # every unit left out
+    return _one_of(options)
+
+
+def _between(unit, required, before):
+    """A unit after what stands before it (a separator), left out unless required."""
+    found = _sequence(before + [unit]) if before else unit
+    return found if required else {"type": "optional", "content": found}
+
+
+def _unit(units, key, schema, root):
+    """One key/value unit as the format writes it, the value typed by its JSON
+    schema: the key's literals after any whitespace, the value, its suffix."""
+    written = _escaped(key, units["key_escapes"])
+    suffix = units["value_suffix"]
+    if units["key_slot"]:
+        suffix = suffix.replace(units["key_slot"], written)
+    value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
+    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
+    head = [_SPACE] + ([_const(prefix)] if prefix else [])
+    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    last = key_end
+    if units["value_start"]:
+        # What stands between the key and the value (an attribute naming its type).
+        head.append(_tag("", _any(), units["value_start"].strip()))
+        last = units["value_start"]
+    trail = last[len(last.rstrip()) :]
+    core = suffix.strip()
+    if not core:
+        return _sequence(head + [_SPACE, value])
+    if kind == "raw":
+        # Text as written, to the suffix (whitespace around it is its own).
+        return _sequence(head + [_tag("", value, core)])
+    if kind == "listed":
+        # A string the schema lists is read as written: whitespace around it is only
+        # what the key's literal ends with and the suffix starts with, once each.
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        around = [_optional(trail), value, _optional(lead), _const(core)]
+        return _sequence(head + [item for item in around if item is not None])
+    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+
+
+def _optional(text):
+    return {"type": "optional", "content": _const(text)} if text else None
 
 
 def _call_object(shape, name, parameters, order):
@@ -334,7 +428,9 @@ def _call_object(shape, name, parameters, order):
 
 def _value(units, schema, root):
     """One argument's value as the format writes it, typed by its JSON schema (its
-    ``$ref``s looked up in ``root``, the function's parameters)."""
+    ``$ref``s looked up in ``root``, the function's parameters), and how: "raw" (any
+    text, the suffix ends it), "listed" (a string the schema lists, written as it
+    is) or "typed" (a value that ends by itself)."""
     schema = _resolved(schema, root)
     if not isinstance(schema, dict):
         schema = {}
@@ -349,32 +445,34 @@ def _value(units, schema, root):
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing)
-            return _any()
+                return _tag(opening, _any(), closing), "typed"
+            return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
-        return _one_of([_const(text) for text in dict.fromkeys(written)])
+        found = _one_of([_const(text) for text in dict.fromkeys(written)])
+        return found, "typed" if opening else "listed"
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+            return _json(_self_contained(schema, root)), "typed"
         if types == "boolean":
-            return _one_of([_const(own["true"]), _const(own["false"])])
+            return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
-            return _const(own["null"])
-        return _grammar(own["grammar"])
-    anything = (
-        _any() if units["value_grammar"] is None else _grammar(units["value_grammar"])
-    )
+            return _const(own["null"]), "typed"
+        return _grammar(own["grammar"]), "typed"
+    if units["value_grammar"] is None:
+        anything = _any(), "raw"
+    else:
+        anything = _grammar(units["value_grammar"]), "typed"
     if units["elements"] and types in ("object", "array", None):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+    found = _json(_self_contained(schema, root))
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}
@@ -383,5 +481,5 @@ def _value(units, schema, root):
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
             return anything  # a Python literal (or JSON) the schema cannot type
-        return _one_of([found] + extra)
-    return found
+        return _one_of([found] + extra), "typed"
+    return found, "typed"
