@@ -259,6 +259,9 @@ class Arguments:
     # What the text before value_start (an attribute naming the value's type) holds
     # for a string value: a value so marked is the text as written.
     string_attribute: str = ""
+    # What it holds for a value of each JSON type: (type, word), where the analysis
+    # read them (the grammars write the one the tool's schema gives a value).
+    type_attributes: tuple[tuple[str, str], ...] = ()
     value_suffix: str = ""
     separator: str = ""
     string_open: str = ""
@@ -1045,6 +1048,7 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             key_end=found.get("key_end") or "",
             value_start=found.get("value_start") or "",
             string_attribute=found.get("string_attribute") or "",
+            type_attributes=tuple((found.get("type_attributes") or {}).items()),
             value_suffix=found.get("value_suffix") or "",
             separator=found.get("separator") or "",
             string_open=found.get("string_open") or "",
@@ -1081,6 +1085,11 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             if arguments.string_attribute and not arguments.value_start.strip():
                 raise where.fail(
                     "tools.arguments.string_attribute", "read before value_start, which has no text"
+                )
+            words = dict(arguments.type_attributes)
+            if words and words.get("string") != arguments.string_attribute:
+                raise where.fail(
+                    "tools.arguments.type_attributes", "a string's word is string_attribute"
                 )
         if arguments.syntax is not None and not (
             arguments.units and not arguments.suffixed and arguments.string_open

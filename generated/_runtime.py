@@ -295,6 +295,10 @@ TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
 # lists (an enum's strings): the whitespace around it exactly as the reader leaves it
 # out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
 TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+# Where an attribute before a unit's value names its type in a word of the
+# template's (``tool-attribute`` in TOOL_UNIT): JSON type → that word and what
+# ends it, GBNF.
+TOOL_ATTRIBUTES: dict[str, str] = _given("TOOL_ATTRIBUTES", {})
 TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and
@@ -5755,6 +5759,18 @@ class _Arguments:
         self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
+        if OWN_VALUES:
+            # The marks of objects and arrays in the template's own syntax, each a
+            # lexeme with the whitespace around it (as JSON_RULES' are).
+            for name, mark, before, after in (
+                ("own-typed-open", OWN_OBJECT_OPEN, "", " ws"),
+                ("own-typed-close", OWN_OBJECT_CLOSE, "ws ", ""),
+                ("own-typed-comma", OWN_MEMBER_SEPARATOR, "ws ", " ws"),
+                ("own-typed-list-open", OWN_ARRAY_OPEN, "", " ws"),
+                ("own-typed-list-close", OWN_ARRAY_CLOSE, "ws ", ""),
+                ("own-typed-list-comma", OWN_ITEM_SEPARATOR, "ws ", " ws"),
+            ):
+                rules.setdefault(name, before + _gbnf_literal(mark.strip()) + after)
         for name, body in JSON_RULES.items():
             rules.setdefault(name, body)
         if LITERAL == "python":
@@ -5857,7 +5873,7 @@ class _Arguments:
         for key, field in properties.items():
             value = self._unit_value(field)
             if value is not None:
-                entries[key] = self._unit(value, _gbnf_literal(key))
+                entries[key] = self._unit(value, _gbnf_literal(key), field)
         extra = None
         value = self._unit_value(other) if other is not False else None
         if value is not None:
@@ -5866,7 +5882,7 @@ class _Arguments:
             word = self._other_word(
                 list(properties), (negated, chars), anything, None, lead
             )
-            extra = self._unit(value, word)
+            extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
     def _ordered(self, entries, required, extra, close):
@@ -5881,7 +5897,20 @@ class _Arguments:
             [(*entries[key], key in required) for key in order], extra, close
         )
 
-    def _unit(self, value, key):
+    def _attribute(self, schema):
+        """The attribute before a unit's value that names its type, as the template
+        writes it for the types ``schema`` admits (an integer is a number too)."""
+        kinds = self._kinds(schema, 0)
+        if kinds is not None and "number" in kinds:
+            kinds = kinds | {"integer"}
+        written = [
+            text
+            for kind, text in TOOL_ATTRIBUTES.items()
+            if kinds is None or kind in kinds
+        ]
+        return self._rule(_either(written or list(TOOL_ATTRIBUTES.values())))
+
+    def _unit(self, value, key, schema):
         """(a unit with this key and (value, what closes it, whether the whitespace
         around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
@@ -5890,6 +5919,8 @@ class _Arguments:
         unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
         head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
+        if TOOL_ATTRIBUTES:
+            names["tool-attribute"] = self._attribute(schema)
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
         later = first
@@ -6057,6 +6088,16 @@ class _Arguments:
             return self._literals([True, False])
         if kind == "null":
             return self._literals([None])
+        if style == "own" and kind in ("object", "array"):
+            # In the template's own syntax, typed as JSON's are.
+            if kind == "array":
+                return self._array(schema, "own-typed")
+            members = self._own_members(schema)
+            return (
+                self._any()
+                if members is None
+                else self._rule(f"own-typed-open {members}")
+            )
         if style == "own" or kind not in ("object", "array"):
             return self._any()
         if kind == "array":
@@ -6066,7 +6107,40 @@ class _Arguments:
             return "py-object" if style == "python" else "json-object"
         return self._rule(f"json-open {members}")
 
-    def _array(self, schema):
+    def _own_members(self, schema):
+        """The members of an object in the template's own syntax after its opening
+        (closing mark included); None where the schema leaves them free."""
+        shape = self._shape(schema)
+        if shape is None:
+            return None
+        properties, required, other = shape
+        entries = {}
+        for key, field in properties.items():
+            value = self._value(field)
+            if value is not None:
+                head = _gbnf_literal(OWN_KEY_PREFIX.strip() + key)
+                written = self._rule(
+                    f"{head} ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+                )
+                member = f"{written}{self.gap}{value}"
+                entries[key] = (member, f"own-typed-comma {member}")
+        extra = None
+        value = self._value(other) if other is not False else None
+        if value is not None:
+            # Other members: any key the format's grammar takes (``own-key``).
+            head = (
+                _gbnf_literal(OWN_KEY_PREFIX.strip()) + " "
+                if OWN_KEY_PREFIX.strip()
+                else ""
+            )
+            written = self._rule(
+                f"{head}own-key ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+            )
+            member = f"{written}{self.gap}{value}"
+            extra = (member, f"own-typed-comma {member}")
+        return self._ordered(entries, required, extra, "own-typed-close")
+
+    def _array(self, schema, marks="json"):
         items = schema.get("items", True)
         prefix = schema.get("prefixItems")
         if isinstance(items, list):
@@ -6077,13 +6151,14 @@ class _Arguments:
             values, item = values[: values.index(None)], None  # no item fits there
         values.append(item)
         # What may follow each item, from the last on.
-        rest = "" if item is None else f"( json-comma {item} )*"
+        comma = "own-typed-list-comma" if marks == "own-typed" else "json-comma"
+        rest = "" if item is None else f"( {comma} {item} )*"
         for value in reversed(values[1:-1]):
-            rest = self._rule(f"( {_seq(['json-comma', value, rest])} )?")
+            rest = self._rule(f"( {_seq([comma, value, rest])} )?")
         first = values[0]
         items = "" if first is None else self._rule(f"( {_seq([first, rest])} )?")
         return self._rule(
-            _seq(["json-list-open", self.gap.strip(), items, "json-list-close"])
+            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
         )
 
     def _any(self):
@@ -6694,13 +6769,17 @@ def _arguments(calls, name, parameters):
     if shape is not None:
         # The parameters inside the call object: their $refs point to its $defs.
         inner = _self_contained(parameters, parameters)
-        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        # The arguments' objects in the schema's key order, or every one sorted
+        # (``_json``); the call object's own members in each order it may take.
+        forms = [inner, _sorted_keys(inner)]
         objects = []
-        for order in shape["orders"]:
-            whole = _call_object(shape, name, inner, order)
-            if defs:
-                whole["$defs"] = defs
-            objects.append(_json(whole))
+        for form in forms if forms[1] is not None else forms[:1]:
+            defs = form.pop("$defs", None) if isinstance(form, dict) else None
+            for order in shape["orders"]:
+                whole = _call_object(shape, name, form, order)
+                if defs:
+                    whole["$defs"] = defs
+                objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
@@ -6766,8 +6845,19 @@ def _unit(units, key, schema, root):
     head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
     last = key_end
     if units["value_start"]:
-        # What stands between the key and the value (an attribute naming its type).
-        head.append(_tag("", _any(), units["value_start"].strip()))
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for the value's type, where the analysis read them.
+        start = units["value_start"].strip()
+        words = units.get("type_attributes")
+        if words:
+            kinds = _schema_kinds(schema, root)
+            if kinds is not None and "number" in kinds:
+                kinds = kinds | {"integer"}
+            found = [w for k, w in words.items() if kinds is None or k in kinds]
+            found = list(dict.fromkeys(found or words.values()))
+            head.append(_one_of([_const(word + start) for word in found]))
+        else:
+            head.append(_tag("", _any(), start))
         last = units["value_start"]
     trail = last[len(last.rstrip()) :]
     core = suffix.strip()
@@ -6853,15 +6943,20 @@ def _value(units, schema, root):
         choices is not None and choices and all(isinstance(c, str) for c in choices)
     )
     opening, closing = units["string_open"], units["string_close"]
+    quotes = units.get("quotes_also") or ()
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing), "typed"
+                found = [_tag(q, _any(), q) for q in quotes]
+                return _one_of([_tag(opening, _any(), closing)] + found), "typed"
             return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
+            for quote in quotes:
+                escaped = choice.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                written.append(quote + escaped + quote)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
         found = _one_of([_const(text) for text in dict.fromkeys(written)])
@@ -7089,11 +7184,25 @@ def _lark_unit(rule, key, schema, strict, root):
         written = _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
+    if "attributes" in _LARK:
+        text = text.replace("%%ATTR%%", _lark_attribute(schema, root))
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", _lark_json(schema, strict))
     return rule, text
+
+
+def _lark_attribute(schema, root):
+    """The attribute before a unit's value that names its type, as the template
+    writes it for the types ``schema`` admits (an integer is a number too; any of
+    them for no schema): a regular expression."""
+    words = json.loads(_LARK["attributes"])
+    kinds = None if schema is None else _schema_kinds(schema, root)
+    if kinds is not None and "number" in kinds:
+        kinds = kinds | {"integer"}
+    found = [word for kind, word in words.items() if kinds is None or kind in kinds]
+    return "(?:%s)" % "|".join(dict.fromkeys(found or words.values()))
 
 
 def _lark_value(schema):
@@ -7112,6 +7221,9 @@ def _lark_value(schema):
                 refused = _LARK.get("enum-refuse")
                 if refused and refused in value:
                     return "string", ""
+                for quote in _LARK.get("enum-also", ""):
+                    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                    forms.append(_lark_regex(quote + escaped + quote))
                 if _LARK.get("enum-escape") == "json":
                     value = json.dumps(value, ensure_ascii=False)[1:-1]
                 forms.append(_LARK["enum"].replace("%%TEXT%%", _lark_regex(value)))

@@ -596,11 +596,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "",
             "key_end": ":",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "",
             "key_slot": "",
             "separator": ",",
             "string_open": '<|"|>',
             "string_close": '<|"|>',
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": {

@@ -68,6 +68,9 @@ KEY_SLOT = "{key}"
 ARGUMENTS_RULE = "tool-arguments"
 KEY_HOLE = "tool-key"
 VALUE_HOLE = "tool-value"
+# ... and the attribute before the value that names its type, where the template
+# writes one word per type (``TOOL_ATTRIBUTES``).
+ATTRIBUTE_HOLE = "tool-attribute"
 
 
 # -- text in which given strings do not occur -------------------------------------------
@@ -748,7 +751,7 @@ class _Grammar:
         else:
             key = self.add("argument-key", _class(*chars, repeated=True))
 
-        def head_of(key: str, exact: bool = False) -> str:
+        def head_of(key: str, exact: bool = False, attribute: str = "argument-attribute-closed") -> str:
             """A unit's text up to its value; ``exact``: the whitespace the last
             literal ends with as the reader takes it (once, or not at all), where
             more would be the value's own text (a suffixed value)."""
@@ -757,16 +760,27 @@ class _Grammar:
                 _marker(key_end, lead=False))  # fmt: skip
             head = _join([_marker(arguments.key_prefix), "ws", key, "ws", end])
             if arguments.value_start:
-                head = _join([head, "argument-attribute-closed"] + (
+                head = _join([head, attribute] + (
                     [] if exact else [_trail(arguments.value_start)]))  # fmt: skip
             if exact:
                 head = _join([head, _optional(last[len(last.rstrip()):])])
             return head
 
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for a type where the analysis read them (a tool's
+        # schema picks the one its value's type has: ``tool-attribute``), else any
+        # text up to value_start.
+        unit_attribute = "argument-attribute-closed"
         if arguments.value_start:
-            # What stands between the key and the value (an attribute naming its type).
             start = arguments.value_start.strip()
-            self.extend(without("argument-attribute", start, closed="argument-attribute-closed"))
+            words = dict(arguments.type_attributes)
+            if words:
+                written = {kind: literal(word + start) for kind, word in words.items()}
+                self.add("argument-attribute-closed", _alternatives(list(dict.fromkeys(written.values()))))
+                self.hooks["TOOL_ATTRIBUTES"] = written
+                unit_attribute = ATTRIBUTE_HOLE
+            else:
+                self.extend(without("argument-attribute", start, closed="argument-attribute-closed"))
         head = head_of(key)
         separator = _marker(arguments.separator)
         # What a tool's schema replaces (runtime/schema_gbnf.py): one unit, ``tool-key``
@@ -802,11 +816,13 @@ class _Grammar:
                 # are closed by closers that name theirs).
                 raw = _join(["argument-value-closed+", KEY_HOLE, literal(after) if after else ""])
             self.hooks.update(
-                TOOL_UNIT=_join([head_of(KEY_HOLE), VALUE_HOLE, _trail(suffix)]),
+                TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]),
                 TOOL_RAW_VALUE=raw,
                 TOOL_ANY_VALUE=raw,
                 TOOL_VALUE_CLOSE=_join(close),
-                TOOL_UNIT_EXACT=_join([head_of(KEY_HOLE, exact=True), VALUE_HOLE, _trail(suffix)]),
+                TOOL_UNIT_EXACT=_join(
+                    [head_of(KEY_HOLE, exact=True, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]
+                ),
                 TOOL_VALUE_CLOSE_EXACT=_join(exact_close),
             )
             if not separator:
@@ -827,7 +843,7 @@ class _Grammar:
             options.append(self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True)))
         value = _alternatives(options)
         self.hooks.update(
-            TOOL_UNIT=_join([head_of(KEY_HOLE), VALUE_HOLE]),
+            TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE]),
             TOOL_RAW_VALUE=options[0] if arguments.string_open else "argument-word",
             TOOL_ANY_VALUE=value,
         )

@@ -16,9 +16,12 @@ them as the parts of a module's ``_LARK``:
   its arguments (``%%ARGS%%``) and its label in rule names (``%%I%%``) left open;
 - ``arguments``: ``json`` (``%json`` of the tool's schema), ``units`` (key/value
   units made of the ``unit-…`` templates: ``%%RULE%%``, ``%%KEY%%``, ``%%VALUE%%``,
-  ``%%JSON%%``), or a rule of the format's own (arguments no schema can type);
+  ``%%JSON%%``, ``%%ATTR%%``: the attribute naming the value's type, one of the
+  words ``attributes`` (JSON: type → regular expression) gives), or a rule of the
+  format's own (arguments no schema can type);
 - ``name``, ``key``: any name, any key, as the reader takes them; ``separator``,
-  ``enum`` (``%%TEXT%%``), ``enum-escape``, ``enum-refuse``, ``true``, ``false``,
+  ``enum`` (``%%TEXT%%``), ``enum-escape``, ``enum-refuse``, ``enum-also`` (other
+  quotes a string may stand between), ``true``, ``false``,
   ``null``: how a unit's values are written.
 
 How llguidance reads it (tests/test_lark.py runs every grammar one token per byte): a
@@ -36,6 +39,7 @@ Every string from a template reaches the grammar through ``_lark_regex`` (escape
 
 from __future__ import annotations
 
+import json
 import string
 
 from ..charclass import NOT_IN_NAMES, class_body, marker_pieces, name_class
@@ -387,9 +391,16 @@ class _Lark:
         key_head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
         start = arguments.value_start
         if start.strip():
-            # What stands between the key and the value (an attribute naming its type).
+            # What stands between the key and the value (an attribute naming its type):
+            # the template's word for each type where the analysis read them (the
+            # tool's schema picks one: ``%%ATTR%%``), else any text before the mark.
             key_head += self.marker(arguments.key_end, lead=False)
-            key_head += _class((True, start.strip()[0])) + "*"
+            words = dict(arguments.type_attributes)
+            if words:
+                self.out["attributes"] = json.dumps({kind: rx(word) for kind, word in words.items()})
+                key_head += "%%ATTR%%"
+            else:
+                key_head += _class((True, start.strip()[0])) + "*"
             head = key_head + self.marker(start, lead=False)
             exact = key_head + self.marker(start, lead=False, exact=True)
         else:
@@ -450,6 +461,8 @@ class _Lark:
                 strings = [_quoted(quote) for quote in arguments.string_quotes_also]
                 self.add("ARG_STRING_ALSO", f"/{'|'.join(strings)}/")
                 string_rule = "(ARG_STRING | ARG_STRING_ALSO)"
+                # ... an enum's strings too, each escaped as Python escapes it there.
+                self.out["enum-also"] = "".join(arguments.string_quotes_also)
         else:
             string_rule = "PY_STRING" if literal == "python" else "JSON_STRING"
             self.out["enum"] = rx('"') + "%%TEXT%%" + rx('"')

@@ -248,11 +248,15 @@ def _arguments(calls: Calls) -> dict | None:
         "key_prefix": arguments.key_prefix,
         "key_end": arguments.key_end,
         "value_start": arguments.value_start,
+        # The attribute's word for each JSON type, where the analysis read them.
+        "type_attributes": dict(arguments.type_attributes),
         "value_suffix": suffix,
         "key_slot": KEY_SLOT if arguments.value_suffix_names_key and KEY_SLOT in suffix else "",
         "separator": arguments.separator,
         "string_open": arguments.string_open,
         "string_close": arguments.string_close,
+        # Python's other quotes a string may stand between (as the reader takes it).
+        "quotes_also": list(arguments.string_quotes_also),
         "python": arguments.literal == "python",
         # Where it is, whether lists and objects are JSON all the same (tojson).
         "json_containers": arguments.containers == "json",

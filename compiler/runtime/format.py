@@ -224,6 +224,10 @@ TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
 # lists (an enum's strings): the whitespace around it exactly as the reader leaves it
 # out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
 TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+# Where an attribute before a unit's value names its type in a word of the
+# template's (``tool-attribute`` in TOOL_UNIT): JSON type → that word and what
+# ends it, GBNF.
+TOOL_ATTRIBUTES: dict[str, str] = _given("TOOL_ATTRIBUTES", {})
 TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and

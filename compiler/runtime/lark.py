@@ -18,7 +18,13 @@ import json
 
 from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
 from .grammar import _require
-from .values import _check_tools, _resolved, _self_contained, _sorted_keys
+from .values import (
+    _check_tools,
+    _resolved,
+    _schema_kinds,
+    _self_contained,
+    _sorted_keys,
+)
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -197,11 +203,25 @@ def _lark_unit(rule, key, schema, strict, root):
         written = _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
+    if "attributes" in _LARK:
+        text = text.replace("%%ATTR%%", _lark_attribute(schema, root))
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", _lark_json(schema, strict))
     return rule, text
+
+
+def _lark_attribute(schema, root):
+    """The attribute before a unit's value that names its type, as the template
+    writes it for the types ``schema`` admits (an integer is a number too; any of
+    them for no schema): a regular expression."""
+    words = json.loads(_LARK["attributes"])
+    kinds = None if schema is None else _schema_kinds(schema, root)
+    if kinds is not None and "number" in kinds:
+        kinds = kinds | {"integer"}
+    found = [word for kind, word in words.items() if kinds is None or kind in kinds]
+    return "(?:%s)" % "|".join(dict.fromkeys(found or words.values()))
 
 
 def _lark_value(schema):
@@ -220,6 +240,9 @@ def _lark_value(schema):
                 refused = _LARK.get("enum-refuse")
                 if refused and refused in value:
                     return "string", ""
+                for quote in _LARK.get("enum-also", ""):
+                    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                    forms.append(_lark_regex(quote + escaped + quote))
                 if _LARK.get("enum-escape") == "json":
                     value = json.dumps(value, ensure_ascii=False)[1:-1]
                 forms.append(_LARK["enum"].replace("%%TEXT%%", _lark_regex(value)))

@@ -25,11 +25,20 @@ from .format import (
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
     LITERAL,
+    OWN_ARRAY_CLOSE,
+    OWN_ARRAY_OPEN,
+    OWN_ITEM_SEPARATOR,
+    OWN_KEY_END,
+    OWN_KEY_PREFIX,
+    OWN_MEMBER_SEPARATOR,
+    OWN_OBJECT_CLOSE,
+    OWN_OBJECT_OPEN,
     OWN_VALUES,
     OWN_WORDS,
     SUFFIXED_VALUES,
     TOOL_ANY_VALUE,
     TOOL_ARGUMENTS,
+    TOOL_ATTRIBUTES,
     TOOL_CLOSE,
     TOOL_KEY_CHARS,
     TOOL_RAW_KINDS,
@@ -203,6 +212,18 @@ class _Arguments:
         self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
+        if OWN_VALUES:
+            # The marks of objects and arrays in the template's own syntax, each a
+            # lexeme with the whitespace around it (as JSON_RULES' are).
+            for name, mark, before, after in (
+                ("own-typed-open", OWN_OBJECT_OPEN, "", " ws"),
+                ("own-typed-close", OWN_OBJECT_CLOSE, "ws ", ""),
+                ("own-typed-comma", OWN_MEMBER_SEPARATOR, "ws ", " ws"),
+                ("own-typed-list-open", OWN_ARRAY_OPEN, "", " ws"),
+                ("own-typed-list-close", OWN_ARRAY_CLOSE, "ws ", ""),
+                ("own-typed-list-comma", OWN_ITEM_SEPARATOR, "ws ", " ws"),
+            ):
+                rules.setdefault(name, before + _gbnf_literal(mark.strip()) + after)
         for name, body in JSON_RULES.items():
             rules.setdefault(name, body)
         if LITERAL == "python":
@@ -305,7 +326,7 @@ class _Arguments:
         for key, field in properties.items():
             value = self._unit_value(field)
             if value is not None:
-                entries[key] = self._unit(value, _gbnf_literal(key))
+                entries[key] = self._unit(value, _gbnf_literal(key), field)
         extra = None
         value = self._unit_value(other) if other is not False else None
         if value is not None:
@@ -314,7 +335,7 @@ class _Arguments:
             word = self._other_word(
                 list(properties), (negated, chars), anything, None, lead
             )
-            extra = self._unit(value, word)
+            extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
     def _ordered(self, entries, required, extra, close):
@@ -329,7 +350,20 @@ class _Arguments:
             [(*entries[key], key in required) for key in order], extra, close
         )
 
-    def _unit(self, value, key):
+    def _attribute(self, schema):
+        """The attribute before a unit's value that names its type, as the template
+        writes it for the types ``schema`` admits (an integer is a number too)."""
+        kinds = self._kinds(schema, 0)
+        if kinds is not None and "number" in kinds:
+            kinds = kinds | {"integer"}
+        written = [
+            text
+            for kind, text in TOOL_ATTRIBUTES.items()
+            if kinds is None or kind in kinds
+        ]
+        return self._rule(_either(written or list(TOOL_ATTRIBUTES.values())))
+
+    def _unit(self, value, key, schema):
         """(a unit with this key and (value, what closes it, whether the whitespace
         around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
@@ -338,6 +372,8 @@ class _Arguments:
         unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
         head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
+        if TOOL_ATTRIBUTES:
+            names["tool-attribute"] = self._attribute(schema)
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
         later = first
@@ -505,6 +541,16 @@ class _Arguments:
             return self._literals([True, False])
         if kind == "null":
             return self._literals([None])
+        if style == "own" and kind in ("object", "array"):
+            # In the template's own syntax, typed as JSON's are.
+            if kind == "array":
+                return self._array(schema, "own-typed")
+            members = self._own_members(schema)
+            return (
+                self._any()
+                if members is None
+                else self._rule(f"own-typed-open {members}")
+            )
         if style == "own" or kind not in ("object", "array"):
             return self._any()
         if kind == "array":
@@ -514,7 +560,40 @@ class _Arguments:
             return "py-object" if style == "python" else "json-object"
         return self._rule(f"json-open {members}")
 
-    def _array(self, schema):
+    def _own_members(self, schema):
+        """The members of an object in the template's own syntax after its opening
+        (closing mark included); None where the schema leaves them free."""
+        shape = self._shape(schema)
+        if shape is None:
+            return None
+        properties, required, other = shape
+        entries = {}
+        for key, field in properties.items():
+            value = self._value(field)
+            if value is not None:
+                head = _gbnf_literal(OWN_KEY_PREFIX.strip() + key)
+                written = self._rule(
+                    f"{head} ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+                )
+                member = f"{written}{self.gap}{value}"
+                entries[key] = (member, f"own-typed-comma {member}")
+        extra = None
+        value = self._value(other) if other is not False else None
+        if value is not None:
+            # Other members: any key the format's grammar takes (``own-key``).
+            head = (
+                _gbnf_literal(OWN_KEY_PREFIX.strip()) + " "
+                if OWN_KEY_PREFIX.strip()
+                else ""
+            )
+            written = self._rule(
+                f"{head}own-key ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+            )
+            member = f"{written}{self.gap}{value}"
+            extra = (member, f"own-typed-comma {member}")
+        return self._ordered(entries, required, extra, "own-typed-close")
+
+    def _array(self, schema, marks="json"):
         items = schema.get("items", True)
         prefix = schema.get("prefixItems")
         if isinstance(items, list):
@@ -525,13 +604,14 @@ class _Arguments:
             values, item = values[: values.index(None)], None  # no item fits there
         values.append(item)
         # What may follow each item, from the last on.
-        rest = "" if item is None else f"( json-comma {item} )*"
+        comma = "own-typed-list-comma" if marks == "own-typed" else "json-comma"
+        rest = "" if item is None else f"( {comma} {item} )*"
         for value in reversed(values[1:-1]):
-            rest = self._rule(f"( {_seq(['json-comma', value, rest])} )?")
+            rest = self._rule(f"( {_seq([comma, value, rest])} )?")
         first = values[0]
         items = "" if first is None else self._rule(f"( {_seq([first, rest])} )?")
         return self._rule(
-            _seq(["json-list-open", self.gap.strip(), items, "json-list-close"])
+            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
         )
 
     def _any(self):

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
-from .values import _check_tools, _resolved, _self_contained, _sorted_keys
+from .values import (
+    _check_tools,
+    _resolved,
+    _schema_kinds,
+    _self_contained,
+    _sorted_keys,
+)
 
 
 def structural_tag(
@@ -283,13 +289,17 @@ def _arguments(calls, name, parameters):
     if shape is not None:
         # The parameters inside the call object: their $refs point to its $defs.
         inner = _self_contained(parameters, parameters)
-        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        # The arguments' objects in the schema's key order, or every one sorted
+        # (``_json``); the call object's own members in each order it may take.
+        forms = [inner, _sorted_keys(inner)]
         objects = []
-        for order in shape["orders"]:
-            whole = _call_object(shape, name, inner, order)
-            if defs:
-                whole["$defs"] = defs
-            objects.append(_json(whole))
+        for form in forms if forms[1] is not None else forms[:1]:
+            defs = form.pop("$defs", None) if isinstance(form, dict) else None
+            for order in shape["orders"]:
+                whole = _call_object(shape, name, form, order)
+                if defs:
+                    whole["$defs"] = defs
+                objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
@@ -355,8 +365,19 @@ def _unit(units, key, schema, root):
     head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
     last = key_end
     if units["value_start"]:
-        # What stands between the key and the value (an attribute naming its type).
-        head.append(_tag("", _any(), units["value_start"].strip()))
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for the value's type, where the analysis read them.
+        start = units["value_start"].strip()
+        words = units.get("type_attributes")
+        if words:
+            kinds = _schema_kinds(schema, root)
+            if kinds is not None and "number" in kinds:
+                kinds = kinds | {"integer"}
+            found = [w for k, w in words.items() if kinds is None or k in kinds]
+            found = list(dict.fromkeys(found or words.values()))
+            head.append(_one_of([_const(word + start) for word in found]))
+        else:
+            head.append(_tag("", _any(), start))
         last = units["value_start"]
     trail = last[len(last.rstrip()) :]
     core = suffix.strip()
@@ -442,15 +463,20 @@ def _value(units, schema, root):
         choices is not None and choices and all(isinstance(c, str) for c in choices)
     )
     opening, closing = units["string_open"], units["string_close"]
+    quotes = units.get("quotes_also") or ()
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing), "typed"
+                found = [_tag(q, _any(), q) for q in quotes]
+                return _one_of([_tag(opening, _any(), closing)] + found), "typed"
             return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
+            for quote in quotes:
+                escaped = choice.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                written.append(quote + escaped + quote)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
         found = _one_of([_const(text) for text in dict.fromkeys(written)])
