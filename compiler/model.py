@@ -597,6 +597,23 @@ class Format:
     prompt_ends: tuple[str, ...] = ()
 
     @property
+    def stop_strings(self) -> tuple[str, ...]:
+        """The end-of-turn strings a server may stop at (the module's ``STOP``): all
+        of ``stop`` but a marker that a call's opener begins with. GigaChat 3 ends
+        every message with ``<|message_sep|>``, and a call is a message of its own
+        after it: a server stopping there would never see the call. The readers
+        drop such a marker at the end of the output all the same (``stop``)."""
+        openers = [trigger.value for trigger in self.triggers if trigger.type == "word"]
+        if self.calls is not None:
+            calls = self.calls
+            openers += [calls.trigger, calls.start, *calls.start_also, calls.section_start]
+            openers += list(calls.section_start_also)
+        cores = [opener.strip() for opener in openers if opener.strip()]
+        return tuple(
+            stop for stop in self.stop if not any(core.startswith(stop) for core in cores)
+        )
+
+    @property
     def token_ids(self) -> dict[str, int]:
         """Marker → id, for the markers that are one token of the tokenizer."""
         return dict(self.tokens.ids) if self.tokens else {}

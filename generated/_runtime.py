@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 3).
+"""The runtime every format module in this folder runs on (runtime interface 4).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -34,7 +34,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 3
+INTERFACE = 4
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -99,8 +99,12 @@ def _given(name: str, neutral: Any) -> Any:
 # --- public data -------------------------------------------------------------------
 # The resolved spec the module was generated from.
 SPEC: dict = _given("SPEC", {})
-# End-of-turn strings known literally.
+# End-of-turn strings known literally, which a server may stop at; and the markers
+# that end a turn's last message but a call's opener begins with (GigaChat 3's
+# <|message_sep|>, after which a call may come as a message of its own): no stop
+# strings, but the readers drop them at the end of the output as STOP's.
 STOP: list[str] = _given("STOP", [])
+TURN_END_ALSO: tuple[str, ...] = _given("TURN_END_ALSO", ())
 # llama.cpp's grammar_triggers, and the markers that should stay single tokens.
 TRIGGERS: list[dict] = _given("TRIGGERS", [])
 PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
@@ -358,6 +362,11 @@ PREPARE_CALL_ID_PATTERN: str = _given("PREPARE_CALL_ID_PATTERN", "")
 # compiler/runtime/text.py
 # Reading literals in text: matching a marker with tolerance for whitespace, and
 # deciding how much of a text may still turn into a marker.
+
+
+# What ends a turn as the readers drop it at the end of the output: STOP, and the
+# markers a call's opener begins with (no stop strings: TURN_END_ALSO).
+_TURN_ENDS = list(STOP) + [marker for marker in TURN_END_ALSO if marker not in STOP]
 
 
 def _skip_space(text, at):
@@ -681,14 +690,14 @@ def _stop_run(text, end, begun=(), once=False):
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
-    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    and the markers of a run are bounded by the end-of-turn markers'. ``begun``: markers the run
     has already (one begun after it); ``once``: one marker only, as the template
     ends a turn (strict reading, as the grammars)."""
     at = end
     used = list(begun)
     while True:
         found = ""
-        for stop in STOP:
+        for stop in _TURN_ENDS:
             if (
                 stop
                 and len(stop) > len(found)
@@ -705,7 +714,7 @@ def _stop_run(text, end, begun=(), once=False):
 
 
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
-_STOP_REACH = sum(map(len, STOP))
+_STOP_REACH = sum(map(len, _TURN_ENDS))
 
 
 def _stop_at(text, once=False):
@@ -723,7 +732,7 @@ def _stops_begin(text):
     ``text`` begins: whole markers (whitespace after them), or markers and then
     the beginning of one at the very end; ``len(text)`` where nothing may."""
     found = len(text)
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         begun = _partial_at(text, stop)
         if begun < len(text):
             found = min(found, _stop_run(text, begun, (stop,)))
@@ -804,7 +813,7 @@ def _tail_pattern(markers):
     ``reach`` characters only."""
     found = _TAIL_PATTERNS.get(markers)
     if found is None:
-        whole = [marker for marker in markers + tuple(STOP) if marker]
+        whole = [marker for marker in markers + tuple(_TURN_ENDS) if marker]
         prefixes = sorted(
             {marker[:size] for marker in whole for size in range(1, len(marker))}
         )
@@ -845,7 +854,9 @@ def _undecided(head, markers):
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
     that may start one of ``markers`` or an end-of-turn marker."""
-    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    firsts = "".join(
+        sorted({marker[0] for marker in markers + tuple(_TURN_ENDS) if marker})
+    )
     return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
@@ -873,7 +884,7 @@ def _decided(text, literal):
 def _maybe_stop(text):
     """Whether ``text`` may still turn out to be just end-of-turn markers, with
     whitespace around them (whitespace after a part of one ends that hope)."""
-    if not any(STOP):
+    if not any(_TURN_ENDS):
         return False
     head = text.lstrip()
     return _stops_begin(head) == 0
@@ -884,7 +895,7 @@ def _before_stop(text):
     dropped (``_strip_stop``), more text or not: before a marker that ends it, or
     before one begun at its end."""
     ends = {_stop_from(text, len(text))}
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         ends.add(_partial_at(text, stop))
     return ends
 
@@ -1102,7 +1113,7 @@ def _kind_of(header):
 def _message_ends():
     """What ends a message another one follows: the format's message end, an
     end-of-turn marker."""
-    return tuple(marker for marker in (MESSAGE_END, *STOP) if marker)
+    return tuple(marker for marker in (MESSAGE_END, *_TURN_ENDS) if marker)
 
 
 _MESSAGE_ENDS = _message_ends() if MESSAGE_OPENER else ()
@@ -3400,7 +3411,7 @@ def _trailing(text):
     rest = text.strip()
     if not rest:
         return rest  # the common case: nothing follows the calls
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
         changed = False
@@ -3444,7 +3455,7 @@ def _calls_after(text, gap, types, strict, past_broken=None):
     pieces: list = []
     calls: list = []
     at = 0
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
         gap += text[at:lead]
@@ -4109,7 +4120,7 @@ class StreamParser:
         ``_space``."""
         kept = rest.rstrip()
         if len(kept) < len(rest) and (
-            not kept or any(kept.endswith(s) for s in STOP if s)
+            not kept or any(kept.endswith(s) for s in _TURN_ENDS if s)
         ):
             self._space.append(rest[len(kept) :])
             rest = kept
@@ -4323,7 +4334,7 @@ class StreamParser:
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
-        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+        markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
         if called:
             self._after = True
             run = self._text_run("content", _AFTER_STOPS)
@@ -4451,7 +4462,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
             # Calls only if nothing but end-of-turn markers follows them.
-            markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+            markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
             while not self._eof:
                 rest = _trailing(self._pending)
                 if rest and not _undecided(rest, markers):
@@ -4589,7 +4600,7 @@ class StreamParser:
             text = self._held[self._opener :]
             if self._after:
                 # text after calls before more calls: less the markers it ends with
-                kept = _trim_end(text, [m for m in STOP + END_AFTER_CALLS if m])
+                kept = _trim_end(text, [m for m in _TURN_ENDS + END_AFTER_CALLS if m])
             else:
                 kept = _strip_stop(_before_break(text) if TURN_BREAK else text).rstrip()
             self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""

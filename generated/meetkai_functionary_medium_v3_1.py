@@ -344,4 +344,4 @@ _LARK = {
     structural_tag,
     lark_grammar,
     prepare_messages,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

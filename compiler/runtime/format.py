@@ -28,8 +28,12 @@ def _given(name: str, neutral: Any) -> Any:
 # --- public data -------------------------------------------------------------------
 # The resolved spec the module was generated from.
 SPEC: dict = _given("SPEC", {})
-# End-of-turn strings known literally.
+# End-of-turn strings known literally, which a server may stop at; and the markers
+# that end a turn's last message but a call's opener begins with (GigaChat 3's
+# <|message_sep|>, after which a call may come as a message of its own): no stop
+# strings, but the readers drop them at the end of the output as STOP's.
 STOP: list[str] = _given("STOP", [])
+TURN_END_ALSO: tuple[str, ...] = _given("TURN_END_ALSO", ())
 # llama.cpp's grammar_triggers, and the markers that should stay single tokens.
 TRIGGERS: list[dict] = _given("TRIGGERS", [])
 PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
