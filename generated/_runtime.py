@@ -6997,9 +6997,24 @@ def _value(units, schema, root):
         extra = [_const(w) for kind in kinds for w in words.get(kind, ())]
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
-            return anything  # a Python literal (or JSON) the schema cannot type
+            # A Python literal (or JSON): held to the schema by the GBNF's rules for
+            # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
+            grammar = _python_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else anything
         return _one_of([found] + extra), "typed"
     return found, "typed"
+
+
+def _python_value(schema, root):
+    """EBNF of the Python (or JSON) literals ``schema`` admits (its ``$ref``s looked
+    up in ``root``): the GBNF's own rules for a value (schema_gbnf); None where no
+    value fits."""
+    rules: dict = {}
+    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    return _written(rules)
 
 
 # ------------------------------------------------------------------------------
@@ -7184,6 +7199,12 @@ def _lark_unit(rule, key, schema, strict, root):
     kind, value = _lark_value(_resolved(schema, root))
     if kind == "enum" and "unit-enum" not in _LARK:
         kind = "scalar"  # whitespace around a listed string is no part of it
+    python = None
+    if kind == "json" and "unit-json" not in _LARK and "unit-python" in _LARK:
+        # An object or array the template writes as a Python literal: the GBNF's
+        # rules for it, in Lark.
+        python = _lark_python(rule + "_value", _resolved(schema, root), root)
+        kind = "python" if python else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -7201,7 +7222,89 @@ def _lark_unit(rule, key, schema, strict, root):
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", _lark_json(schema, strict))
+    if python is not None:
+        text = text.replace("%%PYTHON%%", python[0]) + python[1]
     return rule, text
+
+
+def _lark_python(rule, schema, root):
+    """(the rule, its rules) of the values of ``schema`` written as Python literals
+    (or JSON), from the GBNF's rules for one value (schema_gbnf): a rule llguidance
+    reads as one lexeme in the GBNF is a terminal here (its name in capitals), the
+    rest rules; None where no value fits."""
+    rules: dict = {}
+    value = _Arguments(rules, "v", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    rules = _rules(_written(rules))
+    terminals = _terminal(rules)
+
+    def name(gbnf_name):
+        found = "%s_%s" % (rule, gbnf_name.replace("-", "_"))
+        return found.upper() if gbnf_name in terminals else found.lower()
+
+    def token(found):
+        text = found.group()
+        if text[0] == '"':
+            return "/%s/" % _lark_regex(_gbnf_text(text))
+        if text[0] == "[":
+            return "/%s/" % _lark_class(text)
+        return name(text)
+
+    lines = [
+        "%s: %s\n" % (name(rule_name), _GBNF_TOKEN.sub(token, body))
+        for rule_name, body in rules.items()
+    ]
+    return name("root"), "".join(lines)
+
+
+def _gbnf_text(literal):
+    """The text a GBNF string literal (schema_gbnf's escapes) stands for."""
+    named = {"n": "\n", "r": "\r", "t": "\t"}
+    out, at, body = [], 0, literal[1:-1]
+    while at < len(body):
+        char = body[at]
+        if char != "\\":
+            out.append(char)
+            at += 1
+        elif body[at + 1] == "x":
+            out.append(chr(int(body[at + 2 : at + 4], 16)))
+            at += 4
+        else:
+            out.append(named.get(body[at + 1], body[at + 1]))
+            at += 2
+    return "".join(out)
+
+
+def _lark_class(gbnf_class):
+    """A GBNF character class as a regular expression (Rust's syntax): every
+    character written as its code point, ranges kept (an escaped "-" is the
+    character, one written between two characters a range)."""
+    body = gbnf_class[1:-1]
+    negated = body.startswith("^")
+    raw = body[negated:]
+    chars = []  # (the character, whether it was escaped)
+    at = 0
+    while at < len(raw):
+        if raw[at] == "\\":
+            step = 4 if raw[at + 1] == "x" else 2
+            chars.append((_gbnf_text('"%s"' % raw[at : at + step]), True))
+            at += step
+        else:
+            chars.append((raw[at], False))
+            at += 1
+    out = []
+    index = 0
+    while index < len(chars):
+        char = chars[index][0]
+        if index + 2 < len(chars) and chars[index + 1] == ("-", False):
+            out.append("\\x{%x}-\\x{%x}" % (ord(char), ord(chars[index + 2][0])))
+            index += 3
+        else:
+            out.append("\\x{%x}" % ord(char))
+            index += 1
+    return "[%s%s]" % ("^" if negated else "", "".join(out))
 
 
 def _lark_attribute(schema, root):

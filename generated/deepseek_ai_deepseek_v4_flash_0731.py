@@ -670,7 +670,7 @@ _LARK = {
     "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

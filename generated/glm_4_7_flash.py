@@ -541,7 +541,7 @@ _LARK = {
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
     "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>/ %%JSON%% /\\s*<\\/arg_value>/\n",
+    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*/ %%JSON%% /\\s*<\\/arg_value>/\n",
     "enum": "%%TEXT%%",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }

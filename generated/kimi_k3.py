@@ -911,7 +911,7 @@ _LARK = {
     "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-enum": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -473,7 +473,7 @@ _LARK = {
     "unit-string": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">/ %%JSON%% /\\s*<\\/parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

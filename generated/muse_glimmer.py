@@ -550,7 +550,7 @@ _LARK = {
     "unit-string": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/atem:parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/atem:parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "<\\x{7f}]+',
 }

@@ -597,7 +597,7 @@ _LARK = {
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
     "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
-    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
+    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }

@@ -587,7 +587,7 @@ _LARK = {
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*(?:%%VALUE%%)\\s*<\\/arg_value:opensource>/\n",
     "unit-enum": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?:%%VALUE%%)<\\/arg_value:opensource>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
+    "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- <\\x{7f}]+",
 }

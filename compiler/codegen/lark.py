@@ -16,7 +16,7 @@ them as the parts of a module's ``_LARK``:
   its arguments (``%%ARGS%%``) and its label in rule names (``%%I%%``) left open;
 - ``arguments``: ``json`` (``%json`` of the tool's schema), ``units`` (key/value
   units made of the ``unit-…`` templates: ``%%RULE%%``, ``%%KEY%%``, ``%%VALUE%%``,
-  ``%%JSON%%``, ``%%ATTR%%``: the attribute naming the value's type, one of the
+  ``%%JSON%%``, ``%%PYTHON%%``: a Python literal's rule, ``%%ATTR%%``: the attribute naming the value's type, one of the
   words ``attributes`` (JSON: type → regular expression) gives), or a rule of the
   format's own (arguments no schema can type);
 - ``name``, ``key``: any name, any key, as the reader takes them; ``separator``,
@@ -439,7 +439,11 @@ class _Lark:
                 # Objects and arrays written as JSON, held to their schema (where the
                 # template writes them as Python literals, or the analysis could not
                 # tell, any value is read, as text).
-                self.out["unit-json"] = f"%%RULE%%: /{head}/ %%JSON%% /{WS}{suffix}/\n"
+                self.out["unit-json"] = f"%%RULE%%: /{head}{WS}/ %%JSON%% /{WS}{suffix}/\n"
+            elif arguments.elements is None and literal == "python":
+                # ... or as Python literals, held to their schema by the GBNF's rules
+                # for such a value (``%%PYTHON%%``: compiler/runtime/lark.py).
+                self.out["unit-python"] = f"%%RULE%%: /{head}{WS}/ %%PYTHON%% /{WS}{suffix}/\n"
             self.out["enum"] = "%%TEXT%%"
             return
         # A value the reader finds the end of: a string between the format's marks

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
 from .grammar import _require, _tool_choice
+from .schema_gbnf import _Arguments, _written
 from .values import (
     _check_tools,
     _resolved,
@@ -506,6 +507,21 @@ def _value(units, schema, root):
         extra = [_const(w) for kind in kinds for w in words.get(kind, ())]
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
-            return anything  # a Python literal (or JSON) the schema cannot type
+            # A Python literal (or JSON): held to the schema by the GBNF's rules for
+            # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
+            grammar = _python_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else anything
         return _one_of([found] + extra), "typed"
     return found, "typed"
+
+
+def _python_value(schema, root):
+    """EBNF of the Python (or JSON) literals ``schema`` admits (its ``$ref``s looked
+    up in ``root``): the GBNF's own rules for a value (schema_gbnf); None where no
+    value fits."""
+    rules: dict = {}
+    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    return _written(rules)
