@@ -6980,6 +6980,9 @@ def _value(units, schema, root):
             return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
             return _const(own["null"]), "typed"
+        if types in ("object", "array"):
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
         return _grammar(own["grammar"]), "typed"
     if units["value_grammar"] is None:
         anything = _any(), "raw"
@@ -6999,17 +7002,18 @@ def _value(units, schema, root):
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
             # A Python literal (or JSON): held to the schema by the GBNF's rules for
             # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
-            grammar = _python_value(schema, root)
+            grammar = _typed_value(schema, root)
             return (_grammar(grammar), "typed") if grammar else anything
         return _one_of([found] + extra), "typed"
     return found, "typed"
 
 
-def _python_value(schema, root):
-    """EBNF of the Python (or JSON) literals ``schema`` admits (its ``$ref``s looked
-    up in ``root``): the GBNF's own rules for a value (schema_gbnf); None where no
-    value fits."""
-    rules: dict = {}
+def _typed_value(schema, root):
+    """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
+    the format writes them, Python literals or a syntax of its own: the GBNF's rules
+    for a value (schema_gbnf, on the format's own rules); None where no value
+    fits."""
+    rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "value", root, False, False)._value(schema)
     if value is None:
         return None
@@ -7199,12 +7203,12 @@ def _lark_unit(rule, key, schema, strict, root):
     kind, value = _lark_value(_resolved(schema, root))
     if kind == "enum" and "unit-enum" not in _LARK:
         kind = "scalar"  # whitespace around a listed string is no part of it
-    python = None
-    if kind == "json" and "unit-json" not in _LARK and "unit-python" in _LARK:
-        # An object or array the template writes as a Python literal: the GBNF's
-        # rules for it, in Lark.
-        python = _lark_python(rule + "_value", _resolved(schema, root), root)
-        kind = "python" if python else "text"
+    typed = None
+    if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
+        # An object or array the template writes as a Python literal, or in a
+        # syntax of its own: the GBNF's rules for it, in Lark.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root)
+        kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -7222,17 +7226,18 @@ def _lark_unit(rule, key, schema, strict, root):
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", _lark_json(schema, strict))
-    if python is not None:
-        text = text.replace("%%PYTHON%%", python[0]) + python[1]
+    if typed is not None:
+        text = text.replace("%%TYPED%%", typed[0]) + typed[1]
     return rule, text
 
 
-def _lark_python(rule, schema, root):
-    """(the rule, its rules) of the values of ``schema`` written as Python literals
-    (or JSON), from the GBNF's rules for one value (schema_gbnf): a rule llguidance
-    reads as one lexeme in the GBNF is a terminal here (its name in capitals), the
-    rest rules; None where no value fits."""
-    rules: dict = {}
+def _lark_typed_value(rule, schema, root):
+    """(the rule, its rules) of the values of ``schema`` as the format writes them
+    (Python literals, or a syntax of the template's own), from the GBNF's rules for
+    one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
+    one lexeme in the GBNF is a terminal here (its name in capitals), the rest
+    rules; None where no value fits."""
+    rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "v", root, False, False)._value(schema)
     if value is None:
         return None

@@ -506,7 +506,7 @@ _LARK = {
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>(?s:.*)<\\/parameter>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
     "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:%%VALUE%%)<\\/parameter>/\n",
-    "unit-python": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%PYTHON%% /\\s*<\\/parameter>/\n",
+    "unit-typed": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%TYPED%% /\\s*<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }

@@ -649,6 +649,7 @@ _LARK = {
     "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*:/ arg_value\n",
     "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*:/ ARG_STRING\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*:(?:%%VALUE%%)/\n",
+    "unit-typed": "%%RULE%%: /\\s*%%KEY%%\\s*:/ %%TYPED%%\n",
     "name": "[^\\x{0}- \\{\\x{7f}]+",
 }
 

@@ -552,7 +552,7 @@ _LARK = {
     "unit-string": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/param>/\n',
     "unit-enum": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/param>/\n',
-    "unit-python": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*/ %%PYTHON%% /\\s*<\\/param>/\n',
+    "unit-typed": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*/ %%TYPED%% /\\s*<\\/param>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -16,7 +16,7 @@ them as the parts of a module's ``_LARK``:
   its arguments (``%%ARGS%%``) and its label in rule names (``%%I%%``) left open;
 - ``arguments``: ``json`` (``%json`` of the tool's schema), ``units`` (key/value
   units made of the ``unit-…`` templates: ``%%RULE%%``, ``%%KEY%%``, ``%%VALUE%%``,
-  ``%%JSON%%``, ``%%PYTHON%%``: a Python literal's rule, ``%%ATTR%%``: the attribute naming the value's type, one of the
+  ``%%JSON%%``, ``%%TYPED%%``: a Python literal's or own-syntax value's rule, ``%%ATTR%%``: the attribute naming the value's type, one of the
   words ``attributes`` (JSON: type → regular expression) gives), or a rule of the
   format's own (arguments no schema can type);
 - ``name``, ``key``: any name, any key, as the reader takes them; ``separator``,
@@ -413,8 +413,8 @@ class _Lark:
             self.out["separator"] = r"/\s+/" if separator else ""
         literal = self.calls.literal
         if arguments.syntax is not None:
-            words = arguments.syntax.true_word, arguments.syntax.false_word, arguments.syntax.null_word
-            forms = [rx(word) for word in words]
+            own = arguments.syntax
+            forms = [rx(word) for word in (own.true_word, own.false_word, own.null_word)]
         elif literal == "python":
             forms = ["true|True", "false|False", "null|None"]
         else:
@@ -442,8 +442,8 @@ class _Lark:
                 self.out["unit-json"] = f"%%RULE%%: /{head}{WS}/ %%JSON%% /{WS}{suffix}/\n"
             elif arguments.elements is None and literal == "python":
                 # ... or as Python literals, held to their schema by the GBNF's rules
-                # for such a value (``%%PYTHON%%``: compiler/runtime/lark.py).
-                self.out["unit-python"] = f"%%RULE%%: /{head}{WS}/ %%PYTHON%% /{WS}{suffix}/\n"
+                # for such a value (``%%TYPED%%``: compiler/runtime/lark.py).
+                self.out["unit-typed"] = f"%%RULE%%: /{head}{WS}/ %%TYPED%% /{WS}{suffix}/\n"
             self.out["enum"] = "%%TEXT%%"
             return
         # A value the reader finds the end of: a string between the format's marks
@@ -481,6 +481,10 @@ class _Lark:
         self.out["unit-text"] = f"%%RULE%%: /{head}/ arg_value\n"
         self.out["unit-string"] = f"%%RULE%%: /{head}/ {string_rule}\n"
         self.out["unit-scalar"] = f"%%RULE%%: /{head}(?:%%VALUE%%)/\n"
+        if arguments.syntax is not None:
+            # Objects and arrays in the template's own syntax, held to their schema
+            # by the GBNF's rules for such a value (``%%TYPED%%``).
+            self.out["unit-typed"] = f"%%RULE%%: /{head}/ %%TYPED%%\n"
 
     def calls_rules(self) -> None:
         """Where the calls begin (after the trigger, or from their opener) and what

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import json
 
-from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
+from .format import (
+    _LARK,
+    GBNF_TOOLS,
+    HAS_CALLS,
+    KEY_ESCAPES,
+    NAME_ESCAPES,
+    NAMES_IN_JSON,
+)
 from .grammar import _require, _terminal
 from .schema_gbnf import _GBNF_TOKEN, _Arguments, _rules, _written
 from .values import (
@@ -193,12 +200,12 @@ def _lark_unit(rule, key, schema, strict, root):
     kind, value = _lark_value(_resolved(schema, root))
     if kind == "enum" and "unit-enum" not in _LARK:
         kind = "scalar"  # whitespace around a listed string is no part of it
-    python = None
-    if kind == "json" and "unit-json" not in _LARK and "unit-python" in _LARK:
-        # An object or array the template writes as a Python literal: the GBNF's
-        # rules for it, in Lark.
-        python = _lark_python(rule + "_value", _resolved(schema, root), root)
-        kind = "python" if python else "text"
+    typed = None
+    if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
+        # An object or array the template writes as a Python literal, or in a
+        # syntax of its own: the GBNF's rules for it, in Lark.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root)
+        kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -216,17 +223,18 @@ def _lark_unit(rule, key, schema, strict, root):
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
         text = text.replace("%%JSON%%", _lark_json(schema, strict))
-    if python is not None:
-        text = text.replace("%%PYTHON%%", python[0]) + python[1]
+    if typed is not None:
+        text = text.replace("%%TYPED%%", typed[0]) + typed[1]
     return rule, text
 
 
-def _lark_python(rule, schema, root):
-    """(the rule, its rules) of the values of ``schema`` written as Python literals
-    (or JSON), from the GBNF's rules for one value (schema_gbnf): a rule llguidance
-    reads as one lexeme in the GBNF is a terminal here (its name in capitals), the
-    rest rules; None where no value fits."""
-    rules: dict = {}
+def _lark_typed_value(rule, schema, root):
+    """(the rule, its rules) of the values of ``schema`` as the format writes them
+    (Python literals, or a syntax of the template's own), from the GBNF's rules for
+    one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
+    one lexeme in the GBNF is a terminal here (its name in capitals), the rest
+    rules; None where no value fits."""
+    rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "v", root, False, False)._value(schema)
     if value is None:
         return None

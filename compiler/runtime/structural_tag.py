@@ -7,9 +7,9 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 
 from __future__ import annotations
 
-from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
+from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT, GBNF_TOOLS
 from .grammar import _require, _tool_choice
-from .schema_gbnf import _Arguments, _written
+from .schema_gbnf import _Arguments, _rules, _written
 from .values import (
     _check_tools,
     _resolved,
@@ -490,6 +490,9 @@ def _value(units, schema, root):
             return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
             return _const(own["null"]), "typed"
+        if types in ("object", "array"):
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
         return _grammar(own["grammar"]), "typed"
     if units["value_grammar"] is None:
         anything = _any(), "raw"
@@ -509,17 +512,18 @@ def _value(units, schema, root):
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
             # A Python literal (or JSON): held to the schema by the GBNF's rules for
             # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
-            grammar = _python_value(schema, root)
+            grammar = _typed_value(schema, root)
             return (_grammar(grammar), "typed") if grammar else anything
         return _one_of([found] + extra), "typed"
     return found, "typed"
 
 
-def _python_value(schema, root):
-    """EBNF of the Python (or JSON) literals ``schema`` admits (its ``$ref``s looked
-    up in ``root``): the GBNF's own rules for a value (schema_gbnf); None where no
-    value fits."""
-    rules: dict = {}
+def _typed_value(schema, root):
+    """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
+    the format writes them, Python literals or a syntax of its own: the GBNF's rules
+    for a value (schema_gbnf, on the format's own rules); None where no value
+    fits."""
+    rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "value", root, False, False)._value(schema)
     if value is None:
         return None
