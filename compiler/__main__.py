@@ -167,11 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument(
         "--tools", metavar="FILE", help="JSON file with an OpenAI tools list (default: none)"
     )
-    parse.add_argument(
-        "--no-thinking",
-        action="store_true",
-        help="parse as with enable_thinking=False (default: thinking on)",
-    )
+    _thinking_flags(parse, "parse as with enable_thinking=True", "parse as with enable_thinking=False")
     parse.add_argument(
         "--strict",
         action="store_true",
@@ -210,10 +206,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="at most one call, for the grammars (default: any number)",
     )
-    export.add_argument(
-        "--no-thinking",
-        action="store_true",
-        help="the grammars with enable_thinking=False (default: thinking on)",
+    _thinking_flags(
+        export,
+        "the grammars with enable_thinking=True",
+        "the grammars with enable_thinking=False",
     )
 
     plugin = command("plugin", "write a server's parser plugin for a spec's format")
@@ -496,8 +492,22 @@ def _explain(args) -> int:
     return 0
 
 
+def _thinking_flags(parser: argparse.ArgumentParser, on: str, off: str) -> None:
+    """--thinking and --no-thinking, as a request sets the template's thinking switch;
+    neither: as a request that sets none (the template's own default)."""
+    group = parser.add_mutually_exclusive_group()
+    default = " (default: neither, as a request that gives no switch: the template's own default)"
+    group.add_argument("--thinking", dest="thinking", action="store_const", const=True, help=on)
+    group.add_argument(
+        "--no-thinking", dest="thinking", action="store_const", const=False, help=off + default
+    )
+    parser.set_defaults(thinking=None)
+
+
 def _parse(args) -> int:
     _folders(args, "--generated")
+    if args.generated is not None and not os.path.isdir(args.generated):
+        raise UsageError(f"--generated {args.generated}: no such directory")
     spec = specs.load(args.spec)
     specs.validate(spec, args.spec)
     # Overrides are checked as the build checks them, and one added since the last
@@ -512,7 +522,7 @@ def _parse(args) -> int:
     parse = _parser_module(args.spec, spec, args.generated)["parse"]
     text = _read_stdin()
     try:
-        message = parse(text, tools=tools, enable_thinking=not args.no_thinking, strict=args.strict)
+        message = parse(text, tools=tools, enable_thinking=args.thinking, strict=args.strict)
     except ValueError as error:  # only with --strict: the output does not fit the format
         _log(f"{args.spec}: the output does not fit the format: {error}")
         return 1
@@ -644,11 +654,8 @@ def _grammar_export(function: str, thinking: bool = True, as_json: bool = False)
         parser = module_codegen.load(fmt)
         settings = _grammar_settings(args)
         if thinking:
-            settings["enable_thinking"] = not args.no_thinking
-        if function == "structural_tag":
-            made = parser.structural_tag(settings.pop("tools") or [], **settings)
-        else:
-            made = getattr(parser, function)(**settings)
+            settings["enable_thinking"] = args.thinking
+        made = getattr(parser, function)(settings.pop("tools"), **settings)
         if made is None:
             return None, "this format writes no tool calls"
         text = json.dumps(made, ensure_ascii=False, indent=2) + "\n" if as_json else made

@@ -119,6 +119,8 @@ class Analyzed:
     inputs: RenderInputs
     # Why the source's own inputs would not do, where other inputs were used.
     note: str | None = None
+    # What the build should warn of: the template renders no user text.
+    warning: str | None = None
 
 
 def analyze_source(
@@ -129,34 +131,41 @@ def analyze_source(
 
     Where none does, the error is the one the source's own inputs give (its file and
     line), naming the inputs also tried: a template that renders and never shows the
-    user's message (prose, say) is no chat template. A limit (time, size, memory) stops
-    at once. ``time_budget``: seconds for all the template's renders, every variant's
-    together.
+    user's message (prose, say) is no chat template, unless it shows an assistant's
+    answer (an ASR or reranker template): that one is built, with a warning. A limit
+    (time, size, memory) stops at once. ``time_budget``: seconds for all the template's
+    renders, every variant's together.
     """
     if not source.source.strip():
         raise BuildError(f"{source.path}: the template is empty: there is nothing to analyse")
     template = ChatTemplate(source.source, source.path, time_budget=time_budget)
     variants = render_variants(source, template)
     problems: list[str | RenderError] = []
+    userless: list[Variant] = []  # they render an assistant turn, and no user text
     for variant in variants:
         template.inputs = variant.inputs
         problem = _misread(template, source.tool_shape, variant.inputs)
+        if problem == _NO_USER_TEXT and _renders_assistant(template, source.tool_shape):
+            userless.append(variant)
         if problem is None:
-            try:
-                analysis = analyze(template, source.tool_shape)
-            except RenderLimitExceeded:
-                raise
-            except RenderError as error:
-                problem = error
-            else:
-                note = None
-                if variant is not variants[0]:
-                    note = (
-                        f"{source.path}: analysed with {variant.describe()}: with "
-                        f"{variants[0].describe()} it {_why(problems[0], source.path)}"
-                    )
-                return Analyzed(analysis, variant.inputs, note)
+            analyzed = _analysed(template, source, variant, variants, problems)
+            if isinstance(analyzed, Analyzed):
+                return analyzed
+            problem = analyzed
         problems.append(problem)
+    # Only where no inputs show the user's text: an ASR or reranker template writes the
+    # user's turn otherwise (audio, a fixed instruction), yet its assistant turns are all
+    # a parser reads.
+    for variant in userless:
+        template.inputs = variant.inputs
+        analyzed = _analysed(template, source, variant, variants, problems)
+        if isinstance(analyzed, Analyzed):
+            analyzed.warning = (
+                f"{source.path}: renders no user text (the user's message never shows in "
+                "its prompt), but renders the assistant's turn, which is what a parser "
+                "reads: built from that; check it is a chat template"
+            )
+            return analyzed
     first = problems[0]
     tried = "; ".join(
         f"with {variant.describe()} it {_why(problem, source.path)}"
@@ -166,6 +175,44 @@ def analyze_source(
     if isinstance(first, str):
         raise BuildError(f"{source.path}: not a chat template: it {first}{also}")
     raise type(first)(first.path, first.line, first.message + also)
+
+
+def _analysed(
+    template: ChatTemplate,
+    source: TemplateSource,
+    variant: Variant,
+    variants: list[Variant],
+    problems: list[str | RenderError],
+) -> Analyzed | RenderError:
+    """The analysis with ``variant``'s inputs (set on ``template``), or why it failed;
+    where it is not the first variant, a note says why the first would not do."""
+    try:
+        analysis = analyze(template, source.tool_shape)
+    except RenderLimitExceeded:
+        raise
+    except RenderError as error:
+        return error
+    note = None
+    if variant is not variants[0]:
+        note = (
+            f"{source.path}: analysed with {variant.describe()}: with "
+            f"{variants[0].describe()} it {_why(problems[0], source.path)}"
+        )
+    return Analyzed(analysis, variant.inputs, note)
+
+
+_NO_USER_TEXT = "renders the conversation without the user's message"
+
+
+def _renders_assistant(template: ChatTemplate, tool_shape: str) -> bool:
+    """Whether an assistant's answer after the plain history shows in a render."""
+    talk = Conversation(template, tool_shape)
+    for system in (True, False):
+        talk.system_role = system
+        full = talk.attempt(talk.full, {"role": "assistant", "content": samples.CONTENT})
+        if full is not None and samples.CONTENT in full:
+            return True
+    return False
 
 
 def _misread(
@@ -194,7 +241,7 @@ def _misread(
             return None
     if inputs.content_as_parts and any(samples.USER in text for text in renders):
         return "prints the parts of the user's message instead of their text"
-    return "renders the conversation without the user's message"
+    return _NO_USER_TEXT
 
 
 def _why(problem: str | RenderError, path: str) -> str:
@@ -302,6 +349,8 @@ def spec_for(
     warnings = list(override_notes) + [
         f"{origin}: review {n['path']}: {n['message']}" for n in analysis.review
     ]
+    if analyzed.warning:
+        warnings.append(analyzed.warning)
     return spec, warnings
 
 

@@ -56,6 +56,7 @@ class Conversation:
             return None
         return [to_tool_shape(tool, self.tool_shape) for tool in tools]
 
+    # enable_thinking: True or False as a request sets it; None: left undefined.
     def prompt(self, *, enable_thinking=True, tools=None) -> str:
         return self.template.render(
             self.history(),

@@ -35,6 +35,26 @@ class _Where:
         return SpecError(f"{self.origin}: {path}: {message}")
 
 
+# The template's default where a request gives no thinking switch
+# (capabilities.thinking_switch.default).
+THINKING_ON, THINKING_OFF, UNDECIDED = "thinking_on", "thinking_off", "undecided"
+
+
+def by_setting(pair: tuple[bool, bool], enable_thinking: bool | None, default: str | None):
+    """Of a (thinking on, thinking off) pair of flags, the one ``enable_thinking``
+    picks; for None (a request that gives no switch) the template's ``default``'s.
+    None where the default is undecided (or the template has no switch) and the two
+    differ: the output is read both ways."""
+    on, off = pair
+    if enable_thinking is not None:
+        return on if enable_thinking else off
+    if on == off or default == THINKING_ON:
+        return on
+    if default == THINKING_OFF:
+        return off
+    return None
+
+
 @dataclass(frozen=True)
 class Reasoning:
     """Where the model writes its reasoning."""
@@ -48,6 +68,8 @@ class Reasoning:
     # otherwise; None: as without tools.
     opened_with_tools: tuple[bool, bool] | None = None
     start_also: tuple[str, ...] = ()  # other openers real outputs write (overrides)
+    # The template's default (THINKING_ON, THINKING_OFF, UNDECIDED), None: no switch.
+    default: str | None = None
 
     @property
     def starts(self) -> tuple[str, ...]:
@@ -68,10 +90,13 @@ class Reasoning:
             self.opened_when_not_thinking,
         )
 
-    def opened_by_prompt(self, enable_thinking: bool, tools: bool = False) -> bool:
+    def opened_by_prompt(self, enable_thinking: bool | None, tools: bool = False) -> bool | None:
+        """Whether the prompt of that setting opens the block (``by_setting``: None
+        where it may or may not, and the output is read both ways)."""
+        pair = (self.opened_when_thinking, self.opened_when_not_thinking)
         if tools and self.opened_with_tools is not None:
-            return self.opened_with_tools[0 if enable_thinking else 1]
-        return self.opened_when_thinking if enable_thinking else self.opened_when_not_thinking
+            pair = self.opened_with_tools
+        return by_setting(pair, enable_thinking, self.default)
 
     def describe(self) -> str:
         if not self.has_block:
@@ -91,6 +116,18 @@ class Reasoning:
             text += f" (also opened by {', '.join(map(repr, self.start_also))})"
         if opened:
             text += f" (the prompt opens the block with {' and '.join(opened)})"
+        maybe = [
+            label
+            for label, tools in (("without tools", False), ("with tools", True))
+            if self.opened_by_prompt(None, tools) is None
+        ]
+        if maybe:
+            where = "" if len(maybe) == 2 else f" {maybe[0]}"
+            text += (
+                f" (with no switch given{where}, the template's default is undecided: text"
+                f" before {self.end!r} is reasoning where it comes, an answer where it"
+                " does not)"
+            )
         if self.tools_change_opening and self.opened_with_tools is not None:
             labels = ("thinking on", "thinking off")
             with_tools = [
@@ -114,6 +151,14 @@ class Content:
     # Other wrappers real outputs write (overrides): (opener, closer; "" where none
     # closes it).
     start_also: tuple[tuple[str, str], ...] = ()
+    # The template's default (as Reasoning.default).
+    default: str | None = None
+
+    def opened(self, enable_thinking: bool | None) -> bool:
+        """Whether the output may start inside the content, for that setting. Where
+        it may or may not (an undecided default), it may: the content's closer then
+        ends it, and text without the closer reads the same either way."""
+        return by_setting(self.opened_by_prompt, enable_thinking, self.default) is not False
 
     @property
     def wrapped(self) -> bool:
@@ -573,6 +618,49 @@ class Messages:
 
 
 @dataclass(frozen=True)
+class ThinkingSwitch:
+    """The variables a request switches thinking with, and what the template does
+    where it gives none (capabilities.thinking_switch)."""
+
+    # (name, value for thinking on, value for thinking off); a value is MISSING where
+    # none of the variable's renders the prompt of that setting.
+    variables: tuple[tuple[str, Any, Any], ...]
+    default: str  # THINKING_ON, THINKING_OFF, UNDECIDED
+
+    def setting(self, enable_thinking: bool) -> dict[str, Any]:
+        """What a render sets for thinking on (True) or off (False)."""
+        return {
+            name: values[0 if enable_thinking else 1]
+            for name, *values in self.variables
+            if values[0 if enable_thinking else 1] is not MISSING
+        }
+
+    def describe(self) -> str:
+        pieces = []
+        for name, on, off in self.variables:
+            values = [f"{value!r} on" for value in (on,) if value is not MISSING]
+            values += [f"{value!r} off" for value in (off,) if value is not MISSING]
+            pieces.append(f"{name} ({', '.join(values)})")
+        default = {
+            THINKING_ON: "thinking on",
+            THINKING_OFF: "thinking off",
+            UNDECIDED: "undecided, the output read both ways",
+        }[self.default]
+        if [name for name, *_ in self.variables] == ["enable_thinking"]:
+            switched = f"switched by {pieces[0]}"
+        else:
+            switched = (
+                f"switched by the template's {' and '.join(pieces)}, which"
+                " enable_thinking=True/False stands for"
+            )
+        return f"{switched}; a request that gives none: {default} (enable_thinking=None)"
+
+
+# A switch value the spec does not give.
+MISSING: Any = object()
+
+
+@dataclass(frozen=True)
 class Format:
     """One chat format: what the parser, the stream reader and the grammars read."""
 
@@ -588,9 +676,8 @@ class Format:
     spec: dict  # the resolved spec, as written to the module's SPEC
     tokens: Tokens | None = None  # where the source has a tokenizer
     polyfills: Polyfills = Polyfills()
-    # The template's own thinking variable, which enable_thinking stands for, and
-    # whether thinking is on without it (capabilities.thinking_switch); None: none.
-    thinking_switch: tuple[str, bool] | None = None
+    # How a request switches thinking (capabilities.thinking_switch); None: it cannot.
+    thinking_switch: ThinkingSwitch | None = None
     messages: Messages | None = None  # a turn of several messages (the spec's messages)
     # What every generation prompt ends with, from each marker in it on (the spec's
     # prompt.ends_with), the longest first: written again at the output's start.
@@ -656,11 +743,7 @@ class Format:
         if self.messages:
             lines.append(f"A turn: {self.messages.describe()}.")
         if self.thinking_switch:
-            name, default = self.thinking_switch
-            lines.append(
-                f"Thinking: switched by the template's {name!r}, which enable_thinking"
-                f" stands for ({'on' if default else 'off'} where a request does not give it)."
-            )
+            lines.append(f"Thinking: {self.thinking_switch.describe()}.")
         if self.tokens:
             lines.append(f"Tokens: {self.tokens.describe()}.")
         return lines
@@ -679,12 +762,13 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         tools = polyfill_rules.fallback_tools(spec["polyfills"]["fallback_call"])
         triggers += (Trigger("word", polyfills.fallback_call[0]),)
     tokens = _tokens(spec.get("tokens"))
-    switch = spec["capabilities"].get("thinking_switch")
+    switch = thinking_switch(spec["capabilities"].get("thinking_switch"))
+    default = switch.default if switch else None
     return Format(
         slug=slug,
         origin=origin,
-        reasoning=_reasoning(spec["reasoning"], where),
-        content=_content(spec["content"], where),
+        reasoning=_reasoning(spec["reasoning"], where, default),
+        content=_content(spec["content"], where, default),
         calls=_calls(tools, where),
         stop=_stop(spec, tokens),
         tokenizer_eos=bool(spec["end_of_turn"]["tokenizer_eos"]),
@@ -693,7 +777,7 @@ def build(spec: dict[str, Any], *, slug: str, origin: str) -> Format:
         spec=spec,
         polyfills=polyfills,
         tokens=tokens,
-        thinking_switch=(switch["variable"], switch["default"]) if switch else None,
+        thinking_switch=switch,
         messages=_messages(spec, where),
         prompt_ends=tuple(
             sorted(
@@ -817,7 +901,18 @@ def _polyfills(section: dict | None, spec: dict, where: _Where) -> Polyfills:
     return found
 
 
-def _reasoning(section: dict, where: _Where) -> Reasoning:
+def thinking_switch(section: dict | None) -> ThinkingSwitch | None:
+    """The model of capabilities.thinking_switch (None: no switch)."""
+    if section is None:
+        return None
+    variables = tuple(
+        (name, values.get(THINKING_ON, MISSING), values.get(THINKING_OFF, MISSING))
+        for name, values in section["variables"].items()
+    )
+    return ThinkingSwitch(variables, section["default"])
+
+
+def _reasoning(section: dict, where: _Where, default: str | None = None) -> Reasoning:
     mode = section["mode"]
     start, end = section.get("start") or "", section.get("end") or ""
     if mode in ("tag", "forced_open", "forced_closed") and not (start and end):
@@ -844,10 +939,11 @@ def _reasoning(section: dict, where: _Where) -> Reasoning:
         if with_tools is None
         else (bool(with_tools["thinking_on"]), bool(with_tools["thinking_off"])),
         tuple(section.get("start_also") or ()),
+        default,
     )
 
 
-def _content(section: dict, where: _Where) -> Content:
+def _content(section: dict, where: _Where, default: str | None = None) -> Content:
     mode = section["mode"]
     start, end = section.get("start") or "", section.get("end") or ""
     if mode != "plain" and not start:
@@ -868,7 +964,7 @@ def _content(section: dict, where: _Where) -> Content:
             raise where.fail(f"content.start_also.{number}.start", "an opener must write more than whitespace")
         if other == start or other in [item[0] for item in also[:number]]:
             raise where.fail(f"content.start_also.{number}.start", "an opener is given once")
-    return Content(mode, start, end, opened_by_prompt, also)
+    return Content(mode, start, end, opened_by_prompt, also, default)
 
 
 def _syntax(section: dict | None, where: _Where) -> ValueSyntax | None:

@@ -12,7 +12,6 @@ from typing import TypeGuard
 
 from . import samples
 from .conversation import Conversation
-from .diff import common_prefix_length, markers_in
 from .render import ChatTemplate
 
 # Inputs every chat template may read; anything else it reads undeclared is reported.
@@ -71,14 +70,15 @@ class Capabilities:
     reasoning_field: str | None = None
     thinking_toggle: bool = False
     undeclared_variables: list[str] = field(default_factory=list)
-    # The variable the template switches thinking with, where enable_thinking does not
-    # ({"variable": name, "default": what the template does without it}); None: none.
+    # The variables the template switches thinking with and its default
+    # (compiler/analyze/switch.py, which the analysis runs before the probe: the
+    # template renders with it); None: no switch.
     thinking_switch: dict | None = None
 
     def as_dict(self) -> dict:
         found = dict(self.__dict__)
         if found["thinking_switch"] is None:
-            del found["thinking_switch"]  # most templates: enable_thinking, or none
+            del found["thinking_switch"]  # a template that switches no thinking
         return found
 
 
@@ -117,14 +117,8 @@ def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
     caps.undeclared_variables = sorted(declared - STANDARD_VARIABLES)
 
     talk = Conversation(template, tool_shape, system_role=True)
-    template.thinking_switch = None  # (a template analysed again with other inputs)
     caps.system_role = _contains(talk.attempt(talk.prompt), samples.SYSTEM)
     talk.system_role = caps.system_role
-    names = declared - NOT_SWITCHES - set(template.inputs.variables)
-    caps.thinking_switch = find_thinking_switch(talk, sorted(names))
-    if caps.thinking_switch is not None:
-        # Every later render, the analysis's too, sets it as enable_thinking says.
-        template.thinking_switch = caps.thinking_switch["variable"]
 
     with_tools = talk.attempt(talk.prompt, tools=[samples.TOOL])
     caps.tools = _contains(with_tools, samples.FUNCTION)
@@ -237,84 +231,6 @@ def probe(template: ChatTemplate, tool_shape: str = "openai") -> Capabilities:
     return caps
 
 
-def _switched(talk: Conversation, name: str, value: object) -> dict | None:
-    """The renders a thinking switch changes, with ``name`` set to ``value`` (None:
-    not given): the history, the prompt, and a turn with reasoning in each field a
-    message may carry it in; None where the history or the prompt is refused."""
-    extra = {} if value is None else {name: value}
-    history = talk.history()
-
-    def render(messages, prompt=False):
-        return talk.attempt(
-            talk.template.render, messages, add_generation_prompt=prompt, **extra
-        )
-
-    base, prompt = render(history), render(history, prompt=True)
-    if base is None or prompt is None:
-        return None
-    turns = {
-        field: render(history + [reasoning_message(field, samples.REASONING, samples.CONTENT)])
-        for field in REASONING_FIELDS
-    }
-    return {"base": base, "prompt": prompt, "turns": turns}
-
-
-def _switches_thinking(on: dict | None, off: dict | None) -> bool:
-    """Whether two settings of a variable differ as thinking on and off do: in
-    whether a turn's reasoning shows, or in the generation prompt (the history
-    alike), by a marker the turn writes around its reasoning (a block opened or
-    closed there, not any word of the header)."""
-    if on is None or off is None:
-        return False
-    if any(
-        _reasoning_first(on["turns"][field]) and not _contains(off["turns"][field], samples.REASONING)
-        for field in REASONING_FIELDS
-    ):
-        return True
-    if on["base"] != off["base"] or on["prompt"] == off["prompt"]:
-        return False
-    cut = common_prefix_length(on["prompt"], off["prompt"])
-    changed = markers_in(on["prompt"][cut:] + off["prompt"][cut:])
-    for turn in on["turns"].values():
-        at = turn.find(samples.REASONING) if turn is not None else -1
-        if at >= 0:
-            around = turn[max(0, at - _NEAR) : at + len(samples.REASONING) + _NEAR]
-            if any(marker in around for marker in changed):
-                return True
-    return False
-
-
-def _reasoning_first(turn: str | None) -> bool:
-    """Whether a turn shows its reasoning before its answer, as a model writes it (a
-    template may also keep past thoughts after the answer: no switch of thinking)."""
-    at = turn.find(samples.REASONING) if turn is not None else -1
-    return 0 <= at < turn.rfind(samples.CONTENT)  # type: ignore[union-attr]
-
-
-# How far from a turn's reasoning a marker that opens or closes it is looked for.
-_NEAR = 64
-
-
-def find_thinking_switch(talk: Conversation, names: list[str]) -> dict | None:
-    """The variable among ``names`` (undeclared in the template) that switches
-    thinking as enable_thinking would, where enable_thinking switches nothing:
-    {"variable": name, "default": whether thinking is on without it}. None where
-    enable_thinking does, or where no one variable does (two are left to review)."""
-    switch = "enable_thinking"
-    if _switches_thinking(_switched(talk, switch, True), _switched(talk, switch, False)):
-        return None
-    found = []
-    for name in names:
-        on, off = _switched(talk, name, True), _switched(talk, name, False)
-        if _switches_thinking(on, off):
-            found.append((name, on))
-    if len(found) != 1:
-        return None
-    name, on = found[0]
-    unset = _switched(talk, name, None)
-    return {"variable": name, "default": unset is not None and unset == on}
-
-
 def find_reasoning_field(talk: Conversation, call: dict | None = None) -> str | None:
     """The field the template reads reasoning from, in a turn with content (or, with
     ``call``, in a turn with that call: some templates show reasoning only there; a
@@ -340,6 +256,8 @@ def find_reasoning_field(talk: Conversation, call: dict | None = None) -> str | 
 
 def printed_blocks(render: str) -> bool:
     """Whether the turn after our user message shows typed blocks printed as text
-    (tool definitions before it may name types of their own)."""
-    turn = render[render.rfind(samples.USER) :]
+    (tool definitions before it may name types of their own). A template that shows no
+    user text is read whole: a type a definition names counts, so it errs towards
+    no typed block."""
+    turn = render[max(render.rfind(samples.USER), 0) :]
     return "'type'" in turn or '"type"' in turn

@@ -97,7 +97,22 @@ class TemplateRaised(RenderError):
 
 
 class RenderLimitExceeded(RenderError):
-    """The render ran past its time or output limit."""
+    """The render ran past one of the sandbox's bounds; ``bound`` says which, and the
+    message starts with it:
+
+    - ``"size"``: a value or the output would be larger than the sandbox allows
+      (refused before it is built);
+    - ``"memory"``: an allocation failed under the memory cap;
+    - ``"time"``: the render ran past its time limit, or the template's renders past
+      their time budget (wall-clock: see docs/reliability.md);
+    - ``"cpu"``: one step of the render (a long call into C) ran past twice the time
+      limit in CPU time;
+    - ``"recursion"``: Python's recursion limit.
+    """
+
+    def __init__(self, path: str, line: int | None, message: str, bound: str = "size"):
+        self.bound = bound
+        super().__init__(path, line, message)
 
 
 class _Raised(Exception):
@@ -105,7 +120,11 @@ class _Raised(Exception):
 
 
 class _Limit(Exception):
-    pass
+    """A bound the render met; ``bound`` as in ``RenderLimitExceeded``."""
+
+    def __init__(self, message: str, bound: str = "size"):
+        super().__init__(message)
+        self.bound = bound
 
 
 class GenerationTag(Extension):
@@ -386,10 +405,10 @@ class _Budget:
     def check(self):
         deadline = getattr(self.local, "deadline", None)
         if deadline is not None and time.monotonic() > deadline:
-            raise _Limit(_TIME)
+            raise _Limit(_TIME, "time")
 
 
-_TIME = "time limit exceeded"
+_TIME = "time limit exceeded"  # the message of the "time" bound
 _budget = _Budget()
 
 
@@ -617,9 +636,10 @@ class ChatTemplate:
         self.source = source
         self.path = path
         self.inputs = inputs or RenderInputs()
-        # The variable the template switches thinking with where it reads no
-        # enable_thinking (capabilities.thinking_switch): set to enable_thinking's value.
-        self.thinking_switch: str | None = None
+        # The variables the template switches thinking with and their values, for
+        # thinking on (True) and off (False) (capabilities.thinking_switch): a render
+        # with enable_thinking True or False sets them so; None: no switch.
+        self.thinking_switch: dict[bool, dict[str, Any]] | None = None
         self.time_limit = time_limit
         self.time_budget = time_budget
         self.spent = 0.0  # seconds the renders took so far
@@ -680,21 +700,26 @@ class ChatTemplate:
         *,
         tools: list[dict] | None = None,
         add_generation_prompt: bool = False,
-        enable_thinking: bool = True,
+        enable_thinking: bool | None = True,
         **extra: Any,
     ) -> str:
+        """``enable_thinking``: thinking on or off, as a request sets it (the template's
+        own switch where it has one); None: not given, the switch left undefined."""
         context = dict(copy.deepcopy(self.inputs.variables))
         context.update(copy.deepcopy(extra))
         context.update(self.inputs.tokens())
         context.update(
             messages=self.inputs.messages(messages),
             add_generation_prompt=add_generation_prompt,
-            enable_thinking=enable_thinking,
             bos_token=self.inputs.bos,
             eos_token=self.inputs.eos,
         )
-        if self.thinking_switch and self.thinking_switch not in extra:
-            context[self.thinking_switch] = enable_thinking
+        if enable_thinking is not None:
+            context["enable_thinking"] = enable_thinking
+            if self.thinking_switch:
+                for name, value in self.thinking_switch[bool(enable_thinking)].items():
+                    if name not in extra:
+                        context[name] = value
         if tools is not None:
             context["tools"] = copy.deepcopy(tools)
         return self._run(context)
@@ -706,7 +731,7 @@ class ChatTemplate:
         if self.time_budget is not None:
             left = self.time_budget - self.spent
             if left <= 0:
-                raise RenderLimitExceeded(self.path, None, self._over_budget())
+                raise RenderLimitExceeded(self.path, None, self._over_budget(), "time")
             limit = min(limit, left)
         _budget.start(limit)
         alarm = _Alarm(limit * 2)
@@ -721,17 +746,19 @@ class ChatTemplate:
         except _Raised as error:
             raise TemplateRaised(self.path, self._line(error), str(error)) from None
         except _Limit as error:
-            message = str(error)
-            if message == _TIME and limit < self.time_limit:
-                message = self._over_budget()
-            raise RenderLimitExceeded(self.path, self._line(error), message) from None
+            message = f"size limit: {error}" if error.bound == "size" else str(error)
+            if error.bound == "time":
+                message = self._over_budget() if limit < self.time_limit else str(error)
+            line = self._line(error)
+            raise RenderLimitExceeded(self.path, line, message, error.bound) from None
         except RecursionError as error:
             line = self._line(error)
-            raise RenderLimitExceeded(self.path, line, "recursion too deep") from None
+            message = "recursion limit: the render recursed too deeply"
+            raise RenderLimitExceeded(self.path, line, message, "recursion") from None
         except MemoryError as error:
             # The cap of _MemoryCap (or the machine) refused an allocation.
             message = "memory limit exceeded: the render built values too large"
-            raise RenderLimitExceeded(self.path, self._line(error), message) from None
+            raise RenderLimitExceeded(self.path, self._line(error), message, "memory") from None
         except jinja2.TemplateError as error:
             message = getattr(error, "message", None) or str(error)
             raise RenderError(self.path, self._line(error), message) from None
@@ -772,30 +799,38 @@ def _line_from_template_frames(template, error: BaseException) -> int | None:
 
 
 class _Alarm:
-    """A backstop for the clock checks: SIGALRM, where this thread may set it."""
+    """The backstop for the clock checks, for one step of a render that does not come
+    back to them (a long call into C): SIGPROF once the process has spent ``seconds``
+    of CPU time (``ITIMER_PROF``), where this thread may set it (the main thread, where
+    the platform has it). CPU time, not the wall clock: the steps it stops are the
+    ones the memory cap and the size checks stop too, and on a loaded machine the wall
+    clock would win that race for want of CPU (a 1 GB repr reported as a time limit
+    where it is a memory one), so which bound stops a render would depend on the load.
+    """
 
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.armed = False
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread() and hasattr(
-            signal, "setitimer"
+        if (
+            threading.current_thread() is threading.main_thread()
+            and hasattr(signal, "setitimer")
+            and hasattr(signal, "SIGPROF")
         ):
-            self.previous = signal.signal(signal.SIGALRM, self._fire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.previous = signal.signal(signal.SIGPROF, self._fire)
+            signal.setitimer(signal.ITIMER_PROF, self.seconds)
             self.armed = True
         return self
 
     def __exit__(self, *exc):
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self.previous)
         return False
 
-    @staticmethod
-    def _fire(signum, frame):
-        raise _Limit(_TIME)
+    def _fire(self, signum, frame):
+        raise _Limit(f"CPU time limit exceeded ({self.seconds:g} s in one step)", "cpu")
 
 
 class _MemoryCap:

@@ -12,6 +12,7 @@ change compiler/runtime/ and rebuild.
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 import sys
@@ -45,6 +46,7 @@ PUBLIC = (
     "structural_tag",
     "lark_grammar",
     "prepare_messages",
+    "compile_tools",
 )
 
 # The code of the module this is part of, as the import ran it: what ``bind`` runs
@@ -113,10 +115,12 @@ PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
 TOKEN_IDS: dict[str, int] = _given("TOKEN_IDS", {})
 BOS_TOKEN_ID: int | None = _given("BOS_TOKEN_ID", None)
 EOS_TOKEN_IDS: list[int] = _given("EOS_TOKEN_IDS", [])
-# The grammar of a whole output with thinking on, of the calls from the trigger on,
-# and of a whole output with thinking off.
+# The grammar of a whole output as a request that gives no thinking switch reads it
+# (the template's default), of the calls from the trigger on, and of a whole output
+# with thinking on and with thinking off.
 GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
+_GRAMMAR_THINKING: str = _given("_GRAMMAR_THINKING", "")
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
 # What every generation prompt ends with, from each marker in it on, the longest
@@ -131,14 +135,16 @@ HAS_REASONING: bool = _given("HAS_REASONING", False)
 REASONING_START: str = _given("REASONING_START", "")
 REASONING_STARTS: tuple[str, ...] = _given("REASONING_STARTS", ())
 REASONING_END: str = _given("REASONING_END", "")
-# Whether the prompt opens the block, per enable_thinking; whether it does otherwise
-# when tools are given, and then per enable_thinking.
-OPENED_BY_PROMPT: dict[bool, bool] = _given(
-    "OPENED_BY_PROMPT", {True: False, False: False}
+# Whether the prompt opens the block, per enable_thinking (True, False, and None: a
+# request that gives none, read as the template's default; a None value there: the
+# default is undecided, and the text is reasoning only where the closer comes);
+# whether it does otherwise when tools are given, and then per enable_thinking.
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = _given(
+    "OPENED_BY_PROMPT", {True: False, False: False, None: False}
 )
 TOOLS_CHANGE_OPENING: bool = _given("TOOLS_CHANGE_OPENING", False)
-OPENED_WITH_TOOLS: dict[bool, bool] = _given(
-    "OPENED_WITH_TOOLS", {True: False, False: False}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = _given(
+    "OPENED_WITH_TOOLS", {True: False, False: False, None: False}
 )
 
 # --- content -----------------------------------------------------------------------
@@ -151,9 +157,11 @@ CONTENT_END: str = _given("CONTENT_END", "")
 # opener first, where real outputs write others beside the template's (overrides);
 # () where they do not.
 CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
-# Whether the prompt writes the content's opener, per enable_thinking: the output
-# starts inside the content, which CONTENT_END ends.
-CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
+# Whether the prompt writes the content's opener, per enable_thinking (as
+# OPENED_BY_PROMPT): the output starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool | None, bool] = _given(
+    "CONTENT_OPENED", {True: False, False: False, None: False}
+)
 
 # --- a turn written as several messages (the spec's ``messages``) -------------------
 # What opens each message after the first (the prompt writes the first's), and what
@@ -311,13 +319,14 @@ TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
-# parallel, enable_thinking; None for GBNF_TOOLS) → the rules that differ from the
-# default grammar's.
+# parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
+# that differ from that thinking setting's grammar's.
 _GRAMMAR_CHOICES: dict = _given("_GRAMMAR_CHOICES", {})
 # The parts structural_tag() builds xgrammar's structural tags from (neutral: no
 # reasoning, no calls).
 _STRUCTURAL_TAG: dict = _given(
-    "_STRUCTURAL_TAG", {"reasoning": {"on": None, "off": None}, "calls": None}
+    "_STRUCTURAL_TAG",
+    {"reasoning": {"on": None, "off": None, "default": None}, "calls": None},
 )
 # The format's Lark rules by part, which lark_grammar() completes with the tools
 # (neutral: a format read as plain text, any output).
@@ -326,6 +335,7 @@ _LARK: dict[str, str] = _given(
     {
         "start": "start: reply\n",
         "start-no-thinking": "start: reply\n",
+        "start-default": "start: reply\n",
         "none": "reply: ANY\nANY: /(?s:.*)/\n",
         "rules": "",
     },
@@ -986,12 +996,20 @@ _CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START
 _CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
 
 
+def _setting(enable_thinking):
+    """The key of a thinking setting in the format's tables: True, False, or None for
+    a request that gave none (the template's default)."""
+    return None if enable_thinking is None else bool(enable_thinking)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
-    template may open it only where no tools are given)."""
+    template may open it only where no tools are given); None where it may have or
+    not (a request that gave no switch, to a template whose default is undecided):
+    then the block is read where its closer comes, and not where none does."""
     if TOOLS_CHANGE_OPENING and tools:
-        return OPENED_WITH_TOOLS[bool(enable_thinking)]
-    return OPENED_BY_PROMPT[bool(enable_thinking)]
+        return OPENED_WITH_TOOLS[_setting(enable_thinking)]
+    return OPENED_BY_PROMPT[_setting(enable_thinking)]
 
 
 def _opener(text):
@@ -2415,8 +2433,10 @@ def _wrong_keyword(schema):
         if found is not None and not isinstance(found, list):
             return "'%s' is %s, not a list" % (key, _shown(found))
     for key in ("enum", "const"):
+        if key not in schema:
+            continue  # (json.dumps sets up an encoder per call: most of a check's cost)
         try:
-            json.dumps(schema.get(key), allow_nan=False)
+            json.dumps(schema[key], allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return "'%s' holds no JSON value" % key
     for key in _SCHEMA_MAPS:
@@ -2594,6 +2614,195 @@ def _field(value, path):
             return None
         value = value[key]
     return value
+
+
+# ------------------------------------------------------------------------------
+# compiler/runtime/tools.py
+# Tool definitions compiled once: ``compile_tools``.
+#
+# Every ``parse``, ``StreamParser`` and export reads the tools it is given afresh: the
+# exports check their shape, and a parse reads each called function's argument kinds
+# from its JSON schema. A server that serves one request with several of them, or a
+# client that sends the same tools with every request, can compile them once instead:
+# checked as the exports check them, copied (the caller's dicts, changed later, change
+# nothing), and each function's argument kinds read from the copy when first needed and
+# kept. Everything that takes a tools list takes the compiled value too, and reads it
+# as it reads the list; the exports keep, per compiled value, what they made from it.
+
+
+# Marks a compiled value for every format of this runtime. Each format module runs the
+# runtime in a namespace of its own (binding.bind), so each has a CompiledTools class
+# of its own: a value compiled by one module is read by another through this mark.
+# Changed with CompiledTools' fields.
+_TOOLS_LAYOUT = 1
+
+# How many texts an export keeps per compiled value (a grammar per setting): past
+# that, it makes them afresh each time.
+_MADE_MAX = 32
+
+
+class CompiledTools:
+    """OpenAI tool definitions compiled by ``compile_tools``: a frozen copy of them,
+    checked, and what reading an output needs of them. Pass it wherever a tools list
+    is taken; ``tools`` gives the definitions back (a fresh copy each time)."""
+
+    __slots__ = ("_definitions", "_types", "_made")
+    _definitions: tuple
+    _types: dict
+    _made: dict
+    _chatfmt_tools = _TOOLS_LAYOUT
+
+    def __init__(self, definitions):
+        # ``definitions``: checked, and copied from the caller's.
+        store = object.__setattr__
+        store(self, "_definitions", tuple(definitions))
+        store(self, "_types", _function_types(self._definitions))
+        store(self, "_made", {})  # an export's key → its text (``_made_once``)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("compiled tools are frozen: compile the new definitions")
+
+    def __delattr__(self, name):
+        raise AttributeError("compiled tools are frozen")
+
+    def __len__(self):
+        return len(self._definitions)
+
+    def __repr__(self):
+        return "<compiled tools: %s>" % (", ".join(self._types) or "none")
+
+    def __copy__(self):
+        return self  # nothing in it changes
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return compile_tools, (list(self._definitions),)
+
+    @property
+    def tools(self):
+        """The definitions compiled, as a new list (a deep copy)."""
+        return _copied(list(self._definitions))
+
+
+def compile_tools(tools):
+    """``tools`` (OpenAI tool definitions, a list; or None) compiled once, for
+    ``parse``, ``StreamParser`` and every export of any format module to take in its
+    place: checked as the exports check them (TypeError or ValueError naming what is
+    wrong), and copied, so that changing the caller's dicts later changes nothing.
+    Compiled tools are given back as they are."""
+    if _compiled(tools) is not None:
+        return tools
+    _check_tools(tools)
+    return CompiledTools(_copied(list(tools or ())))
+
+
+# What a copy shares with its original: values that cannot change.
+_UNCHANGING = (str, int, float, bool, type(None))
+
+
+def _copied(value):
+    """A deep copy of ``value``, as ``copy.deepcopy`` makes it (a dict or list that
+    holds itself included), made faster for what JSON holds and one level at a time
+    (a schema nested however deep is copied: deepcopy recurses)."""
+    memo: dict = {}  # id of an original → its copy
+    todo: list = []  # (a dict or list, its copy, still empty)
+
+    def copy_of(item):
+        kind = type(item)
+        if kind in _UNCHANGING:
+            return item
+        if kind is not dict and kind is not list:
+            return copy.deepcopy(item, memo)
+        found = memo.get(id(item))
+        if found is None:
+            found = memo[id(item)] = {} if kind is dict else []
+            todo.append((item, found))
+        return found
+
+    made = copy_of(value)
+    while todo:
+        original, empty = todo.pop()
+        if type(original) is dict:
+            for key, item in original.items():
+                empty[key] = copy_of(item)
+        else:
+            empty.extend(copy_of(item) for item in original)
+    return made
+
+
+def _function_types(definitions):
+    """Function name → how its arguments' tagged values are typed (``_SchemaTypes``
+    reads one name at a time, afresh for each output; here every name is looked up
+    once, and each argument's kind is read when first asked for). Where two share a
+    name, the last counts."""
+    types: dict = {}
+    for tool in definitions:
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        parameters = function.get("parameters")
+        properties = (
+            parameters.get("properties") if isinstance(parameters, dict) else None
+        )
+        types[function["name"]] = (
+            _ArgumentKinds(properties, parameters)
+            if isinstance(properties, dict)
+            else {}
+        )
+    return types
+
+
+def _compiled(tools):
+    """``tools`` where they are compiled (by this module's ``compile_tools`` or any
+    other's of this runtime), else None. TypeError for tools compiled by a runtime
+    that keeps them otherwise."""
+    if type(tools) is CompiledTools:
+        return tools
+    if tools is None or isinstance(tools, (list, tuple)):
+        return None
+    layout = getattr(type(tools), "_chatfmt_tools", None)
+    if layout is None:
+        return None
+    if layout != _TOOLS_LAYOUT:
+        raise TypeError(
+            "these tools were compiled by another version of the runtime: "
+            "compile them with this module's compile_tools"
+        )
+    return tools
+
+
+def _schema_types(tools):
+    """How the tagged values of the functions in ``tools`` are typed, for reading one
+    output: compiled tools' own, else read from the list as the output needs them."""
+    compiled = _compiled(tools)
+    return _SchemaTypes(tools) if compiled is None else compiled._types
+
+
+def _tools_given(tools):
+    """(the definitions an export reads, the compiled value or None): a list is
+    checked (``_check_tools``) each time; compiled tools were, when compiled."""
+    compiled = _compiled(tools)
+    if compiled is None:
+        _check_tools(tools)
+        return tools, None
+    return compiled._definitions, compiled
+
+
+def _made_once(compiled, key, make):
+    """``make()``, kept in ``compiled`` (where it is not None) under ``key``, so that
+    an export makes its text from compiled tools once per setting. ``key`` holds the
+    export's own function, which is each format's own."""
+    if compiled is None:
+        return make()
+    made = compiled._made
+    found = made.get(key)
+    if found is None:
+        found = make()
+        if len(made) < _MADE_MAX:
+            made[key] = found
+    return found
 
 
 # ------------------------------------------------------------------------------
@@ -3502,7 +3711,8 @@ def _calls_after(text, gap, types, strict, past_broken=None):
 
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
-    opened the block (``_opened_by_prompt``). A block left open at the end of
+    opened the block (``_opened_by_prompt``; None: it may have, and the text is
+    reasoning only where the closer comes). A block left open at the end of
     the text is reasoning; an empty one is none. Calls in a block that its closer
     follows are its text (the model wrote about them); where no closer follows,
     the first well-formed calls end it (the model left it open)."""
@@ -3511,7 +3721,7 @@ def _split_reasoning(text, opened, strict=False, types=None):
         opener = _opener(stripped)
         if opener:
             body = stripped[opener:]
-        elif opened:
+        elif opened or (opened is None and REASONING_END in text):
             body = text
         elif stripped.startswith(REASONING_END):
             # A closer with no opener: an empty block whose opener was elided
@@ -3561,9 +3771,25 @@ def _read_content(text, strict, opened=False):
     return (body[:end] + rest).strip()
 
 
-def parse(text, *, tools=None, enable_thinking=True, strict=False):
+def _opener_end(text):
+    """Where the content's opener ends, where the text starts with it (else 0): strict
+    reading looks for calls after it, since an opener that begins as a call does is
+    no malformed call (Kimi K3: "<|open|>response<|sep|>" and "<|open|>tools<|sep|>",
+    calls looked for by "<|open|>"). Reading leniently comes to the same."""
+    stripped = text.lstrip()
+    if BARE_CALLS or not CONTENT_WRAPPED or not CONTENT_START:
+        return 0
+    if not stripped.startswith(CONTENT_START):
+        return 0
+    return len(text) - len(stripped) + len(CONTENT_START)
+
+
+def parse(text, *, tools=None, enable_thinking=None, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
+    ``enable_thinking``: True or False as the request set the template's thinking
+    switch; None (a request that set none) reads the output as the template's own
+    default has it (``SPEC["capabilities"]["thinking_switch"]["default"]``).
     Never raises on model output unless ``strict``: what fits no format is content,
     and text after the calls is kept as content too.
     """
@@ -3578,7 +3804,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # to the template's: strict reading too)
         text = _in_messages(text)
     rest = _strip_stop(text, once=strict)
-    types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
+    types = _schema_types(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
         opened = _opened_by_prompt(tools, enable_thinking)
@@ -3590,7 +3816,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             # the section's opener, written before the content inside the section
             rest = rest.lstrip()[len(SECTION_BEFORE_CONTENT) :]
         whole = rest
-        rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
+        skip = _opener_end(whole) if strict else 0
+        before, tool_calls, after = _find_calls(
+            whole[skip:], types, strict, _past_broken
+        )
+        rest = whole[:skip] + before
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
@@ -3602,7 +3832,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
     if CONTENT_WRAPPED:
-        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+        content = _read_content(rest, strict, CONTENT_OPENED[_setting(enable_thinking)])
     else:
         content = rest.strip()
     if pieces:
@@ -3613,7 +3843,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         content = "".join(parts)
     return {
         "role": "assistant",
-        "content": content,
+        "content": content or None,  # OpenAI's null where there is none
         "reasoning_content": reasoning,
         "tool_calls": tool_calls,
     }
@@ -3903,9 +4133,9 @@ class StreamParser:
     abandoned calls left out always merge into ``parse(whole_text)``.
     """
 
-    def __init__(self, *, tools=None, enable_thinking=True):
+    def __init__(self, *, tools=None, enable_thinking=None):
         # Whether the prompt opened the reasoning block (a template may open it only
-        # where no tools are given).
+        # where no tools are given); None: it may have (``parse``).
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
@@ -3919,12 +4149,12 @@ class StreamParser:
         self._backlog = []
         # Whether the prompt wrote the content's opener: its closer ends the content.
         self._content_opened = (
-            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+            CONTENT_OPENED[_setting(enable_thinking)] if CONTENT_WRAPPED else False
         )
         # What closes the content: its closer, or that of the other opener real
         # outputs write (CONTENT_STARTS), once the content opens with it.
         self._content_end = CONTENT_END
-        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
+        self._types = _schema_types(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -4170,24 +4400,21 @@ class StreamParser:
             opener = _opener(head)
             if opener:
                 self._pending = head[opener:]
+            elif head.startswith(REASONING_END) and not self._prompt_opened:
+                # A closer with no opener: an empty block whose opener was elided.
+                self._pending = head[len(REASONING_END) :]
+                return False
+            elif self._prompt_opened is None:
+                # The prompt may have opened the block (an undecided default): the
+                # text is reasoning only if the closer comes.
+                if not (yield from self._closer_comes()):
+                    return False  # an answer
             elif not self._prompt_opened:
-                if head.startswith(REASONING_END):
-                    # A closer with no opener: an empty block whose opener was elided.
-                    self._pending = head[len(REASONING_END) :]
                 return False
         elif not self._prompt_opened:
             # No marker opens the block, and the history writes answers without the
-            # delimiter: the text is reasoning only if the delimiter comes. It waits
-            # in _maybe_reasoning (the pending text is copied with every chunk), but for
-            # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max(len(REASONING_END), _STOP_REACH)
-            while not self._eof and REASONING_END not in self._pending:
-                cut = max(0, len(self._pending) - margin)
-                self._maybe_reasoning.append(self._pending[:cut])
-                self._pending = self._pending[cut:]
-                yield
-            self._pending = self._rejoined(self._maybe_reasoning)
-            if REASONING_END not in self._pending:
+            # delimiter: the text is reasoning only if the delimiter comes.
+            if not (yield from self._closer_comes()):
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
         search = 0  # a trigger is looked for from here on
@@ -4230,6 +4457,24 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_comes(self):
+        """Whether the reasoning's closer comes before the output ends, where nothing
+        opened the block. The text waits in _maybe_reasoning until then (the pending
+        text is copied with every chunk), but for as much as may still be the closer
+        or an end-of-turn marker; where no closer comes, the rest comes again a piece
+        at a time (``_requeue``)."""
+        margin = max(len(REASONING_END), _STOP_REACH)
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            self._maybe_reasoning.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = self._rejoined(self._maybe_reasoning)
+        if REASONING_END in self._pending:
+            return True
+        self._requeue()
+        return False
 
     def _closer_follows(self):
         """Whether the reasoning's closer comes before the output ends, the text from
@@ -6315,41 +6560,43 @@ _CALL_RULES = ("calls-full", "calls-rest", "calls-root", "call-next")
 
 
 def grammar(
-    *, tools=None, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
     included: to the functions ``tools`` names (when it names any), their arguments
     held to the functions' JSON schemas. ``tool_choice``: "auto", "none" (no call),
     "required" (at least one call), or ``{"type": "function", "function": {"name":
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
-    at most one call."""
+    at most one call. ``enable_thinking``: as ``parse`` takes it (None: the
+    template's default)."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
-    text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
+    thinking = _setting(enable_thinking)
+    text = {None: GBNF, True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}[thinking]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError("this format writes no tool calls")
         return text
     setting = (choice, bool(parallel_tool_calls) or choice == "none")
     changes = _GRAMMAR_CHOICES.get(
-        setting + (enable_thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
+        setting + (thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
     )
-    return _for_tools(text, changes, tools, named)
+    return _for_tools(text, changes, tools, named, compiled)
 
 
-def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=True):
+def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
     """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
-    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
-    return _for_tools(GBNF_TOOLS, changes, tools, named)
+    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), "tools"), {})
+    return _for_tools(GBNF_TOOLS, changes, tools, named, compiled)
 
 
 def _require(export):
@@ -6376,10 +6623,20 @@ def _tool_choice(tool_choice):
     return "required", name
 
 
-def _for_tools(text, changes, tools, named):
+def _for_tools(text, changes, tools, named, compiled=None):
     """The grammar ``text`` with ``changes`` (rules) made, its calls limited to the
     functions of ``tools`` (to ``named`` where given) and their arguments to their
-    schemas."""
+    schemas; made once per setting where ``tools`` are ``compiled``'s."""
+    if compiled is None:
+        return _tools_grammar(text, changes, tools, named)
+    key = (_tools_grammar, text, tuple(sorted(changes.items())), named)
+    return _made_once(
+        compiled, key, lambda: _tools_grammar(text, changes, tools, named)
+    )
+
+
+def _tools_grammar(text, changes, tools, named):
+    """``_for_tools``' grammar, made."""
     table: dict = {}  # name → (parameters, strict), the first definition of each
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
@@ -6510,7 +6767,7 @@ def _written_name(name):
 
 
 def structural_tag(
-    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -6518,11 +6775,16 @@ def structural_tag(
     by each function's JSON schema. ``tool_choice``: ``"auto"``, ``"none"`` (no
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
-    ``parallel_tool_calls=False``: at most one call."""
+    ``parallel_tool_calls=False``: at most one call. A structural tag names each
+    function it lets the model call, so without ``tools`` (None or []) it admits no
+    call. ``enable_thinking`` as ``parse`` takes it (None: the template's default)."""
     _require("structural_tag")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
+    if compiled is not None:
+        # The tag holds the schemas: copies, so that it may be changed freely.
+        functions = copy.deepcopy(functions)
     choice, wanted = _tool_choice(tool_choice)
     if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
@@ -6540,7 +6802,10 @@ def structural_tag(
         for opener in calls["content_openers"]:
             # The trigger inside the content's opener opens no call.
             body = _one_of([_sequence([_SPACE, _const(opener), body]), body])
-    reasoning = _STRUCTURAL_TAG["reasoning"]["on" if enable_thinking else "off"]
+    setting = _setting(enable_thinking)
+    reasoning = _STRUCTURAL_TAG["reasoning"][
+        "default" if setting is None else ("on" if setting else "off")
+    ]
     if reasoning is not None:
         body = _with_reasoning(reasoning, body, required)
     return {"type": "structural_tag", "format": body}
@@ -6607,7 +6872,8 @@ def _with_reasoning(reasoning, body, required):
         closed.append(
             _sequence([_SPACE, _one_of([_tag(s, _any(), end) for s in starts])])
         )
-    if opened or not starts:
+    # (a prompt that may have opened the block: a closer with no opener ends it)
+    if opened or reasoning.get("maybe") or not starts:
         closed.append(_tag("", _any(), end))
     closed = _one_of(closed)
     options = [_sequence([closed, body])]
@@ -7050,7 +7316,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    *, tools=None, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,
@@ -7060,12 +7326,15 @@ def lark_grammar(
     ``tool_choice``: "auto" (content, calls, or both as the format writes them),
     "none" (no call), "required" (at least one call; content only before calls), or
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
-    only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
-    choice this format or these tools cannot meet."""
+    only); ``parallel_tool_calls=False`` allows one call at most;
+    ``enable_thinking`` as ``parse`` takes it (None: the template's default).
+    ValueError: a choice this format or these tools cannot meet."""
     _require("lark")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
-    thinking = "" if enable_thinking else "-no-thinking"
+    thinking = {None: "-default", True: "", False: "-no-thinking"}[
+        _setting(enable_thinking)
+    ]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError(
@@ -7087,7 +7356,10 @@ def lark_grammar(
     text += _LARK[choice] + _LARK["rules"]
     text += _LARK["list" if parallel_tool_calls else "list-single"]
     # With no call allowed, the call rules the content's rules name stay unused.
-    return text + _lark_calls(functions if choice != "none" else None)
+    if choice == "none":
+        functions = None
+    key = (_lark_calls, named, functions is None)
+    return text + _made_once(compiled, key, lambda: _lark_calls(functions))
 
 
 def _lark_choice(tool_choice):
@@ -7464,7 +7736,7 @@ def prepare_messages(
     ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
     refuses replaced by ones it takes)."""
     messages = _messages_list(messages)
-    _check_tools(tools)
+    tools, _ = _tools_given(tools)
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)

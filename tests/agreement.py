@@ -183,8 +183,8 @@ def grammars(slug: str) -> dict[str, object]:
     module = rt.module(slug)
     single = dict(parallel_tool_calls=False, enable_thinking=ENABLE_THINKING)
     return {
-        "gbnf": module.tool_call_grammar(tools=TOOLS, parallel_tool_calls=False),
-        "lark": module.lark_grammar(tools=TOOLS, tool_choice="required", **single),
+        "gbnf": module.tool_call_grammar(TOOLS, parallel_tool_calls=False),
+        "lark": module.lark_grammar(TOOLS, tool_choice="required", **single),
         "tag": module.structural_tag(TOOLS, tool_choice="required", **single),
     }
 

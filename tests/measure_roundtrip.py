@@ -1,11 +1,13 @@
 """Measure the round trip (DESIGN.md) over the corpus specs and print the figures.
 
-    .venv/bin/python -m tests.measure_roundtrip [--kinds content|tools|all] [--slug S]
-                                                [--show-failures]
+    .venv/bin/python -m tests.measure_roundtrip [--kinds content|tools|all|unswitched]
+                                                [--slug S] [--show-failures]
 
 Prints, per kind and per template, passed / expressible case counts, and the overall
 figure: passed cases over expressible (template-rendered) cases. Cases the template
-cannot express are not counted. With ``--show-failures``, prints the model's text, the
+cannot express are not counted. ``--kinds unswitched``: every kind as a request that
+gives no thinking switch sends it (rendered with the switch undefined, parsed with
+``enable_thinking`` left out). With ``--show-failures``, prints the model's text, the
 parsed message and the expected message of every failing case.
 """
 
@@ -18,7 +20,14 @@ from collections import defaultdict
 
 from tests import roundtrip as rt
 
-KIND_SETS = {"content": rt.CONTENT_KINDS, "tools": rt.TOOL_KINDS, "all": rt.ALL_KINDS}
+KIND_SETS = {
+    "content": rt.CONTENT_KINDS,
+    "tools": rt.TOOL_KINDS,
+    "all": rt.ALL_KINDS,
+    # as a request that gives no thinking switch: rendered with it undefined, parsed
+    # with parse's own default
+    "unswitched": rt.UNSWITCHED_KINDS,
+}
 
 
 def measure(slugs, kinds):

@@ -6,8 +6,9 @@ it with the generated parser, and compare the parsed message with the one render
 History is a system and a user message (the user message alone where the template has
 no system role). ``prefix`` renders the history with ``add_generation_prompt=True``;
 ``full`` renders the history plus the assistant message with
-``add_generation_prompt=False``; both with the kind's ``enable_thinking`` and, for the
-tool kinds, the same ``tools`` (converted to the template's tool shape).
+``add_generation_prompt=False``; both with the kind's ``enable_thinking`` (None: the
+template's thinking switch left undefined, and ``parse`` called without it) and, for
+the tool kinds, the same ``tools`` (converted to the template's tool shape).
 
 Where the model's text ends:
 
@@ -46,6 +47,7 @@ JSON object), a parse that kept the call as content would render back too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -55,6 +57,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from compiler.conversation import to_tool_shape
+from compiler.model import thinking_switch
 from compiler.probe import reasoning_message
 from compiler.render import EOS_PLACEHOLDER, ChatTemplate, RenderError, RenderInputs
 
@@ -70,7 +73,8 @@ class Kind:
     name: str
     content: str
     reasoning: str | None = None
-    enable_thinking: bool = True
+    # The request's thinking setting; None: it gives none (UNSWITCHED_KINDS).
+    enable_thinking: bool | None = True
     # Tool calls as (function name, arguments object); () for the content kinds.
     calls: tuple = field(default=(), hash=False)
 
@@ -238,6 +242,13 @@ TOOL_KINDS = (
 
 ALL_KINDS = CONTENT_KINDS + TOOL_KINDS
 
+# The kinds as a request that gives no thinking switch sends them (most requests to a
+# server): rendered with every switch left undefined, parsed with enable_thinking
+# left out. A kind's thinking-off variant is the same case then, and is left out.
+UNSWITCHED_KINDS = tuple(
+    dataclasses.replace(kind, enable_thinking=None) for kind in ALL_KINDS if kind.enable_thinking
+)
+
 
 @dataclass
 class Case:
@@ -271,13 +282,13 @@ def template_for(spec: dict) -> ChatTemplate | None:
     return _template(
         spec["template"]["path"],
         json.dumps(spec["render_inputs"], sort_keys=True),
-        switch["variable"] if switch else None,
+        json.dumps(switch, sort_keys=True) if switch else None,
     )
 
 
 @functools.lru_cache(maxsize=None)
 def _template(
-    recorded_path: str, inputs_json: str, thinking_switch: str | None = None
+    recorded_path: str, inputs_json: str, switch_json: str | None = None
 ) -> ChatTemplate | None:
     path = os.path.join(SPECS, recorded_path)  # a spec records it relative to itself
     if not os.path.exists(path):
@@ -290,8 +301,11 @@ def _template(
         os.path.relpath(path, ROOT),
         RenderInputs(inputs["bos_token"], inputs["eos_token"], inputs["variables"]),
     )
-    # as the analysis rendered it: enable_thinking sets the template's own switch
-    template.thinking_switch = thinking_switch
+    # as the analysis rendered it: enable_thinking sets the template's switch
+    # (enable_thinking=None leaves it undefined)
+    switch = thinking_switch(json.loads(switch_json)) if switch_json else None
+    if switch is not None:
+        template.thinking_switch = {value: switch.setting(value) for value in (True, False)}
     return template
 
 
@@ -622,9 +636,12 @@ def _differs(case: Case, parsed: dict) -> str | None:
     if calls:
         reasons.append(calls)
     content = parsed.get("content")
-    if not isinstance(content, str):
-        reasons.append("content is not a string")
-    elif content.strip() != case.kind.content.strip():
+    if content is not None and not isinstance(content, str):
+        reasons.append("content is neither a string nor None")
+    elif content == "":
+        reasons.append("content is '' (None where there is none)")
+    elif (content or "").strip() != case.kind.content.strip():
+        # None is the empty original's reading, whether it was written "" or None
         reasons.append("content differs")
     reasoning = parsed.get("reasoning_content")
     if reasoning is not None and not isinstance(reasoning, str):
@@ -655,8 +672,10 @@ def _rerender(case: Case, parsed: dict) -> str | None:
     except (KeyError, TypeError, ValueError):
         return None
     content = parsed.get("content")
-    if content == "" and case.message.get("content") is None:
-        content = None  # the case was rendered with None: so is its reading
+    if content == "":
+        return None  # not the message's shape, whatever it renders to
+    if content is None and case.message.get("content") is not None:
+        content = ""  # none, rendered as make_case writes none: "" unless it took None
     reasoning = parsed.get("reasoning_content")
     if spec["capabilities"]["reasoning_field"] is None:
         reasoning = None  # no way to give it back: render what the template can take
@@ -675,6 +694,8 @@ def _rerender(case: Case, parsed: dict) -> str | None:
 
 def parse(case: Case, parser=None) -> dict:
     parser = parser or module(case.slug).parse
+    if case.kind.enable_thinking is None:  # the request gave none: parse's own default
+        return parser(case.text, tools=case.tools)
     return parser(
         case.text, tools=case.tools, enable_thinking=case.kind.enable_thinking
     )

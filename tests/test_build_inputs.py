@@ -78,6 +78,21 @@ PARTS_LOOP = """\
 {%- if add_generation_prompt -%}{{- '<|assistant|>\\n' -}}{%- endif -%}
 """
 
+# Reads a user's content only as parts, an assistant's string as it is: with text
+# content it shows the assistant's turn and no user text, as an ASR template does.
+USER_PARTS = """\
+{%- for message in messages -%}
+    {{- '<|' + message.role + '|>\\n' -}}
+    {%- if message.content is string and message.role == 'assistant' -%}
+        {{- message.content -}}
+    {%- elif message.content -%}
+        {%- for part in message.content if part.type == 'text' -%}{{- part.text -}}{%- endfor -%}
+    {%- endif -%}
+    {{- '<|end|>\\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- '<|assistant|>\\n' -}}{%- endif -%}
+"""
+
 # Indexes the first part: text content fails ('str object' has no attribute 'text').
 PARTS_FIRST = """\
 {%- for message in messages -%}
@@ -314,6 +329,15 @@ def test_variants_are_tried_in_order_and_only_where_they_apply(tmp_path):
 
 
 # --------------------------------------------------------------------------- content as parts
+
+
+def test_inputs_that_show_the_user_text_come_before_a_template_without_it(tmp_path):
+    """A template that shows no user text is built with a warning, but only where no
+    inputs show it: with content as parts this one is an ordinary chat template."""
+    report, spec, module, _ = build_one(tmp_path, "user_parts", USER_PARTS)
+    assert report.failures == [] and report.warnings == []
+    assert spec["render_inputs"]["content_as_parts"] is True
+    assert module.parse("Sunny.<|end|>")["content"] == "Sunny."
 
 
 def test_a_template_that_reads_content_parts_is_built_with_them(tmp_path):

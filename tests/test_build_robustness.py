@@ -1,9 +1,11 @@
 """The build against hostile and unusual templates (issue 12, item 7).
 
 - Resource bombs (``center``, ``%``, ``str.format``, doubling by ``+``, ``extend`` and
-  ``~``, values that share one large string) fail fast, naming the template and line,
-  within 10 s and 1 GB of peak memory for the whole ``python -m compiler build``
-  (measured in a subprocess), and the good template beside them is built.
+  ``~``, values that share one large string) are refused by the sandbox's bound they
+  meet (the size checks, or the memory cap), naming the template, line and bound,
+  within 1 GB of peak memory for the whole ``python -m compiler build`` (measured in a
+  subprocess), and the good template beside them is built. No test here times anything
+  (issue 32: on a loaded machine a wall-clock limit fails a build that is right).
 - A template's renders share a time budget; past it, the template fails by name.
 - The build goes on past a failing template and exits 2 listing every failure; Python's
   nesting limits met while compiling a template (200 nested ``{% if %}``, deep
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -24,14 +27,14 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from compiler import model
+from compiler import model, render
 from compiler import spec as specs
 from compiler.__main__ import main
 from compiler.build import build
@@ -40,19 +43,20 @@ from compiler.loader import load_generated
 from compiler.render import ChatTemplate, RenderLimitExceeded
 from compiler.sources import discover
 from tests import roundtrip as rt
+from tests.steps import lines_run
 
 ROOT = Path(rt.ROOT)
 GOOD = (ROOT / "tests" / "invented" / "guillemet_calls.jinja").read_text(encoding="utf-8")
 USER = [{"role": "user", "content": "hi"}]
 
-# The acceptance figures for a bomb: the whole build, bomb and good template.
-BOMB_SECONDS = 10.0
+# The acceptance figure for a bomb: the whole build, bomb and good template.
 BOMB_BYTES = 1 << 30
 
 
 @contextmanager
 def deadline(seconds: int):
-    """Fail a test that runs past ``seconds`` (the code before the fix ran for minutes)."""
+    """Fail a test that runs past ``seconds`` (the code before the fix ran for minutes):
+    a guard against a hang, not a limit on speed."""
 
     def fire(signum, frame):
         raise TimeoutError(f"still running after {seconds} s")
@@ -69,20 +73,31 @@ def deadline(seconds: int):
 # ---------------------------------------------------------------------------------------
 # resource bombs, each in a subprocess build beside a good template
 
+# name → (template, the bound that refuses it)
 BOMBS = {
-    "center": "{{- 'x'|center(3000000000) -}}",
-    "percent": "{{- '%03000000000d' % 1 -}}",
-    "format": "{{- '{:>3000000000}'.format(1) -}}",
-    "list_doubling": "{%- set ns = namespace(l=[1]) -%}"
-    "{%- for i in range(64) -%}{%- set ns.l = ns.l + ns.l -%}{%- endfor -%}",
-    "extend_doubling": "{%- set l = [1] -%}"
-    "{%- for i in range(64) -%}{%- set _ = l.extend(l) -%}{%- endfor -%}",
-    "tilde_doubling": "{%- set ns = namespace(s='x') -%}"
-    "{%- for i in range(64) -%}{%- set ns.s = ns.s ~ ns.s -%}{%- endfor -%}",
+    "center": ("{{- 'x'|center(3000000000) -}}", "size"),
+    "percent": ("{{- '%03000000000d' % 1 -}}", "size"),
+    "format": ("{{- '{:>3000000000}'.format(1) -}}", "size"),
+    "list_doubling": (
+        "{%- set ns = namespace(l=[1]) -%}"
+        "{%- for i in range(64) -%}{%- set ns.l = ns.l + ns.l -%}{%- endfor -%}",
+        "size",
+    ),
+    "extend_doubling": (
+        "{%- set l = [1] -%}{%- for i in range(64) -%}{%- set _ = l.extend(l) -%}{%- endfor -%}",
+        "size",
+    ),
+    "tilde_doubling": (
+        "{%- set ns = namespace(s='x') -%}"
+        "{%- for i in range(64) -%}{%- set ns.s = ns.s ~ ns.s -%}{%- endfor -%}",
+        "size",
+    ),
     # No operator builds anything large here: 1,000 references to one 1 MB string,
     # printed. The memory cap of the render is what stops it.
-    "shared_references": "{%- set l = ['x' * 1000000] * 1000 -%}{{- l -}}",
+    "shared_references": ("{%- set l = ['x' * 1000000] * 1000 -%}{{- l -}}", "memory"),
 }
+# How the message of each bound begins (compiler.render.RenderLimitExceeded).
+BOUND_SAYS = {"size": "size limit: ", "memory": "memory limit exceeded: "}
 
 # Runs the build as `python -m compiler build …` and reports the peak memory of that
 # process (its only child).
@@ -103,16 +118,16 @@ def _address_space_cap():
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
-def measured_build(templates: Path, out: Path) -> tuple[int, str, float, int]:
-    """(exit code, stderr, seconds, peak bytes) of a build in a subprocess."""
+def measured_build(templates: Path, out: Path) -> tuple[int, str, int]:
+    """(exit code, stderr, peak bytes) of a build in a subprocess."""
     argv = ["build", "--templates", str(templates), "--specs", str(out / "specs"),
             "--generated", str(out / "generated")]  # fmt: skip
     return measured(argv)
 
 
-def measured(argv: list[str], stdin: str = "") -> tuple[int, str, float, int]:
-    """(exit code, stderr, seconds, peak bytes) of `python -m compiler ARGV`."""
-    started = time.monotonic()
+def measured(argv: list[str], stdin: str = "") -> tuple[int, str, int]:
+    """(exit code, stderr, peak bytes) of `python -m compiler ARGV` (the timeout only
+    guards against a hang)."""
     done = subprocess.run(
         [sys.executable, "-c", _MEASURED, *argv],
         cwd=ROOT,
@@ -122,26 +137,25 @@ def measured(argv: list[str], stdin: str = "") -> tuple[int, str, float, int]:
         timeout=120,
         preexec_fn=_address_space_cap,
     )
-    seconds = time.monotonic() - started
     lines = done.stderr.splitlines()
     peak = int(lines[-1].split()[1]) * 1024
-    return done.returncode, "\n".join(lines[:-1]), seconds, peak
+    return done.returncode, "\n".join(lines[:-1]), peak
 
 
 @pytest.mark.parametrize("name", list(BOMBS))
-def test_a_resource_bomb_fails_fast_naming_the_template(tmp_path, name):
+def test_a_resource_bomb_is_refused_by_a_bound_naming_the_template(tmp_path, name):
+    source, bound = BOMBS[name]
     templates = tmp_path / "templates"
     templates.mkdir()
     bomb = templates / f"bomb_{name}.jinja"
-    bomb.write_text("{#- a bomb on line 2 -#}\n" + BOMBS[name] + "\n" + GOOD, encoding="utf-8")
+    bomb.write_text("{#- a bomb on line 2 -#}\n" + source + "\n" + GOOD, encoding="utf-8")
     (templates / "good.jinja").write_text(GOOD, encoding="utf-8")
-    code, err, seconds, peak = measured_build(templates, tmp_path)
-    print(f"{name}: {seconds:.2f} s, peak {peak / 2**20:.0f} MiB")
+    code, err, peak = measured_build(templates, tmp_path)
+    print(f"{name}: peak {peak / 2**20:.0f} MiB")
     assert code == 2, err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert errors == [errors[0]] and errors[0].startswith(f"error: {bomb}:2: "), err
+    assert len(errors) == 1 and errors[0].startswith(f"error: {bomb}:2: {BOUND_SAYS[bound]}"), err
     assert "compiler bug" not in err and "MemoryError" not in err
-    assert seconds < BOMB_SECONDS, (seconds, err)
     assert peak < BOMB_BYTES, (peak, err)
     # The good template was built; the bomb left nothing behind.
     generated = sorted(os.listdir(tmp_path / "generated"))
@@ -181,15 +195,14 @@ def test_a_resource_bomb_fails_fast_naming_the_template(tmp_path, name):
 )
 def test_wide_values_are_refused_before_they_are_built(source):
     template = ChatTemplate(source, "t.jinja")
-    started = time.monotonic()
     tracemalloc.start()
     try:
-        with pytest.raises(RenderLimitExceeded, match=r"^t\.jinja:1: ") as info:
+        with pytest.raises(RenderLimitExceeded, match=r"^t\.jinja:1: size limit: ") as info:
             template.render(USER)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.monotonic() - started < 2, info.value
+    assert info.value.bound == "size"
     assert peak < 64 << 20, (peak, info.value)  # refused, not built and then measured
 
 
@@ -206,9 +219,9 @@ def test_size_checks_leave_ordinary_values_alone():
 
 
 # ---------------------------------------------------------------------------------------
-# hostile spec files: refused by every command that reads one, fast, in one line
+# hostile spec files: refused by every command that reads one, by the bound they break
+# (depth, values, a marker's length, each named in the error), in one line
 
-SPEC_SECONDS = 10.0
 SPEC_BYTES = 200 << 20
 QWEN_SPEC = (ROOT / "specs" / "qwen_qwen3_0_6b.yaml").read_text(encoding="utf-8")
 
@@ -268,7 +281,7 @@ def _command(command: str, folder: Path, spec: Path) -> tuple[list[str], str]:
 
 @pytest.mark.parametrize("command", ["parse", "check", "build", "plugin"])
 @pytest.mark.parametrize("name", list(HOSTILE_SPECS))
-def test_a_hostile_spec_is_refused_fast_in_one_line(tmp_path, name, command):
+def test_a_hostile_spec_is_refused_by_its_bound_in_one_line(tmp_path, name, command):
     text, problem = HOSTILE_SPECS[name]
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "good.jinja").write_text(GOOD, encoding="utf-8")
@@ -276,8 +289,8 @@ def test_a_hostile_spec_is_refused_fast_in_one_line(tmp_path, name, command):
     spec.parent.mkdir()
     spec.write_text(text, encoding="utf-8")
     argv, stdin = _command(command, tmp_path, spec)
-    code, err, seconds, peak = measured(argv, stdin)
-    print(f"{name} {command}: {seconds:.2f} s, peak {peak / 2**20:.0f} MiB")
+    code, err, peak = measured(argv, stdin)
+    print(f"{name} {command}: peak {peak / 2**20:.0f} MiB")
     assert code == 2, err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors == [f"error: {spec}: {errors[0][len(f'error: {spec}: '):]}"], err
@@ -285,7 +298,6 @@ def test_a_hostile_spec_is_refused_fast_in_one_line(tmp_path, name, command):
     assert "compiler bug" not in err
     if command != "build":  # the build's progress line names the template too
         assert err.splitlines() == errors
-    assert seconds < SPEC_SECONDS, (seconds, err)
     assert peak < SPEC_BYTES, (peak, err)
     assert not (tmp_path / "plugin.py").exists()
 
@@ -360,24 +372,48 @@ def test_numbers_are_bounded(tmp_path, value, problem):
 # ---------------------------------------------------------------------------------------
 # the time budget of a template's renders
 
+# About 300,000 clock readings a render (one per loop iteration); the whole analysis of
+# GOOD reads the clock about 300 times.
 SLOW = "{% for i in range(300) %}{% for j in range(1000) %}{% endfor %}{% endfor %}slow"
 
 
-def test_renders_share_a_time_budget():
-    template = ChatTemplate(SLOW, "slow.jinja", time_budget=0.5)
+@pytest.fixture
+def counted_clock(monkeypatch):
+    """The sandbox's clock made a count of its readings, a microsecond each: a budget
+    becomes a number of steps (a loop's iteration, a call), the same on a loaded
+    machine as on an idle one. The backstop that counts CPU time is off: it would
+    take the counted seconds for CPU seconds (these renders come back to the clock
+    checks at every step, which is what the backstop is not for)."""
+    readings = 0
+
+    def monotonic() -> float:
+        nonlocal readings
+        readings += 1
+        return readings * 1e-6
+
+    monkeypatch.setattr(render, "time", SimpleNamespace(monotonic=monotonic))
+    monkeypatch.setattr(render, "_Alarm", lambda seconds: contextlib.nullcontext())
+
+
+def test_renders_share_a_time_budget(counted_clock):
+    template = ChatTemplate(SLOW, "slow.jinja", time_budget=3.0)
+    done = 0
     with pytest.raises(RenderLimitExceeded, match=r"^slow\.jinja(:\d+)?: time budget exceeded"):
         for _ in range(200):
             assert template.render(USER) == "slow"
-    assert template.spent < 0.5 + 1.0
+            done += 1
+    # Each render fits the budget; together they run past it, and then no more run.
+    assert done >= 1
+    with pytest.raises(RenderLimitExceeded, match=r"^slow\.jinja: time budget exceeded") as info:
+        template.render(USER)
+    assert info.value.bound == "time"
 
 
-def test_a_template_over_its_budget_fails_and_the_others_build(tmp_path):
+def test_a_template_over_its_budget_fails_and_the_others_build(tmp_path, counted_clock):
     (tmp_path / "slow.jinja").write_text(SLOW + "\n" + GOOD, encoding="utf-8")
     (tmp_path / "good.jinja").write_text(GOOD, encoding="utf-8")
-    started = time.monotonic()
     report = build(discover(str(tmp_path)), str(tmp_path / "specs"), str(tmp_path / "out"),
-                   log=lambda message: None, time_budget=1.0)  # fmt: skip
-    assert time.monotonic() - started < 10
+                   log=lambda message: None, time_budget=3.0)  # fmt: skip
     assert len(report.failures) == 1, report.failures
     assert report.failures[0].startswith(str(tmp_path / "slow.jinja"))
     assert "time budget exceeded" in report.failures[0]
@@ -447,23 +483,21 @@ def format_with_opener(opener: str) -> model.Format:
     return model.build(spec, slug="long", origin="long.yaml")
 
 
-def grammars(fmt: model.Format) -> tuple[float, int]:
-    """(seconds, characters) to make every grammar of ``fmt``."""
-    started = time.perf_counter()
+def grammars(fmt: model.Format) -> int:
+    """The characters of every grammar of ``fmt``."""
     texts = [gbnf.build(fmt, enable_thinking=True), gbnf.build_tool_calls(fmt) or ""]
-    return time.perf_counter() - started, sum(map(len, texts))
+    return sum(map(len, texts))
 
 
 def test_gbnf_generation_is_linear_in_the_call_opener():
+    """The work counted in lines of Python run (tests/steps.py): about 10x for a 10x
+    longer opener (0.57 and 5.7 million lines); a quadratic step would be 100x."""
     short, long = format_with_opener(prose(1_000)), format_with_opener(prose(10_000))
-    with deadline(60):
-        short_time = min(grammars(short)[0] for _ in range(3))
-        long_time, long_size = min(grammars(long) for _ in range(2))
-    short_size = grammars(short)[1]
-    print(f"1,000: {short_time:.3f} s; 10,000: {long_time:.3f} s")
-    assert long_size < 12 * short_size
-    # Linear, with room for a loaded machine (quadratic would be 100x).
-    assert long_time < 30 * short_time + 0.5, (short_time, long_time)
+    with deadline(120):
+        short_lines, long_lines = lines_run(grammars, short), lines_run(grammars, long)
+    print(f"1,000: {short_lines:,} lines; 10,000: {long_lines:,} lines")
+    assert grammars(long) < 12 * grammars(short)
+    assert long_lines < 15 * short_lines, (short_lines, long_lines)
 
 
 def test_without_is_exact_for_a_long_periodic_stop():

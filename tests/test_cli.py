@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 
 import pytest
@@ -161,7 +160,7 @@ SELF_OPENING = """\
 
 def test_override_survives_rebuilds_and_reaches_the_parser(tree, capsys):
     text = "6 * 7 = 42\n</think>\n\nIt is 42.<|im_end|>"
-    before = load_module(QWEN_PARSER).parse(text)
+    before = load_module(QWEN_PARSER).parse(text, enable_thinking=True)
     assert before["reasoning_content"] is None  # the analysis: nothing opens the block
 
     add_override(QWEN_SPEC, SELF_OPENING)
@@ -174,7 +173,7 @@ def test_override_survives_rebuilds_and_reaches_the_parser(tree, capsys):
     assert out.startswith("2 templates: 0 specs and 0 generated files changed")
 
     parser = load_module(QWEN_PARSER)
-    assert parser.parse(text) == {
+    assert parser.parse(text, enable_thinking=True) == {
         "role": "assistant",
         "content": "It is 42.",
         "reasoning_content": "6 * 7 = 42",
@@ -555,8 +554,8 @@ def test_parse_follows_the_thinking_setting(tree, capsys, monkeypatch):
     # Nemotron's prompt leaves <think> open, so plain text is reasoning, unless the
     # reviewed spec says that thinking off closes it.
     for argv, expected in (
-        ((), {"content": "", "reasoning_content": "The answer is 42."}),
-        (("--no-thinking",), {"content": "", "reasoning_content": "The answer is 42."}),
+        ((), {"content": None, "reasoning_content": "The answer is 42."}),
+        (("--no-thinking",), {"content": None, "reasoning_content": "The answer is 42."}),
     ):
         monkeypatch.setattr(sys, "stdin", io.StringIO("The answer is 42.\n<SPECIAL_12>\n"))
         code, out, _ = run(capsys, "parse", NEMOTRON_SPEC, *argv)
@@ -721,30 +720,35 @@ def test_parse_compiles_the_spec_when_the_built_module_will_not_do(tree, capsys,
     write(QWEN_PARSER, read(QWEN_PARSER) + "\n)\n")
     generated.clear()
     assert parsed(capsys, monkeypatch, text, QWEN_SPEC)[0]["reasoning_content"] == "hm"
-    for argv in ((QWEN_SPEC, "--generated", "nowhere"), (shutil.copy(QWEN_SPEC, "."),)):
+    os.mkdir("empty")
+    for argv in ((QWEN_SPEC, "--generated", "empty"), (shutil.copy(QWEN_SPEC, "."),)):
         assert parsed(capsys, monkeypatch, text, *argv)[0]["reasoning_content"] == "hm"
     assert len(generated) == 3
 
 
-def test_parse_of_a_committed_spec_answers_in_under_a_second():
-    """The acceptance figure, through a fresh interpreter: it imports the committed
-    module, and neither black nor jinja2 (it took 0.6 s generating, 3-4 s once)."""
+def test_parse_refuses_a_generated_folder_that_does_not_exist(tree, capsys, monkeypatch):
+    """A mistyped --generated is the caller's mistake: said, not compiled around."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hi<|im_end|>"))
+    code, out, err = run(capsys, "parse", QWEN_SPEC, "--generated", "nowhere")
+    assert (code, out, err) == (2, "", "error: --generated nowhere: no such directory\n")
+
+
+def test_parse_of_a_committed_spec_imports_no_generator():
+    """The acceptance figure was a parse in under a second (it took 0.6 s generating,
+    3-4 s once); what made it slow was the work: importing black, jinja2 and the code
+    generator. Through a fresh interpreter, the parse imports the committed module and
+    none of them (issue 32: its time is the benchmark's to measure, not a test's)."""
     if not os.path.isfile(os.path.join(ROOT, QWEN_PARSER)):
         pytest.skip("no committed parser")
     argv = [sys.executable, "-X", "importtime", "-m", "compiler", "parse", QWEN_SPEC]
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        result = subprocess.run(
-            argv, input="<think>\nhm\n</think>\n\nHi<|im_end|>", capture_output=True,
-            text=True, cwd=ROOT,
-        )  # fmt: skip
-        times.append(time.perf_counter() - start)
-        assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["reasoning_content"] == "hm"
+    result = subprocess.run(
+        argv, input="<think>\nhm\n</think>\n\nHi<|im_end|>", capture_output=True,
+        text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["reasoning_content"] == "hm"
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert {"black", "jinja2", "compiler.codegen.module"}.isdisjoint(imported)
-    assert min(times) < 1.0, times
 
 
 # --------------------------------------------------------------------------- explain
@@ -881,7 +885,8 @@ def test_version(capsys):
         ("build", ["templates, or none when --source is given", "none", "specs", "generated"]),
         ("check", ["templates, or none when --source is given", "none", "specs", "generated"]),
         ("analyze", ["its own, named 'default'"]),
-        ("parse", ["'generated' beside the spec's directory", "none", "thinking on"]),
+        ("parse", ["'generated' beside the spec's directory", "none",
+                   "neither, as a request that gives no switch: the template's own default"]),
     ],
 )
 def test_help_shows_the_defaults(capsys, command, defaults):

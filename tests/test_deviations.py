@@ -57,7 +57,7 @@ def calls(message: dict) -> list:
     ]
 
 
-def expect(message: dict, content: str = "", reasoning=None, called=()) -> None:
+def expect(message: dict, content: str | None = None, reasoning=None, called=()) -> None:
     assert message["content"] == content
     assert message["reasoning_content"] == reasoning
     assert calls(message) == list(called)
@@ -136,9 +136,11 @@ def test_a_marker_with_whitespace_and_text_after_it_is_content():
 @pytest.mark.parametrize(
     "slug,text,options,reasoning,called",
     [
-        # the prompt opens '<think>'; the model never closes it before its call
-        (QWEN35, "Let me check the weather.\n\n" + CODER_W, {}, "Let me check the weather.", [WEATHER]),
-        (QWEN35, "Two lookups.\n" + CODER_W + "\n" + CODER_T, {}, "Two lookups.", [WEATHER, TIME]),
+        # the prompt opens '<think>' (thinking on); the model never closes it before its call
+        (QWEN35, "Let me check the weather.\n\n" + CODER_W, {"enable_thinking": True},
+         "Let me check the weather.", [WEATHER]),
+        (QWEN35, "Two lookups.\n" + CODER_W + "\n" + CODER_T, {"enable_thinking": True},
+         "Two lookups.", [WEATHER, TIME]),
         # the model opens it
         (QWEN3, "<think>\nI need the weather.\n" + HERMES_W, {}, "I need the weather.", [WEATHER]),
         (QWEN3, "<think>Two lookups.\n" + HERMES_W + "\n" + HERMES_T, {}, "Two lookups.", [WEATHER, TIME]),
@@ -254,10 +256,12 @@ def test_a_literal_eos_after_the_calls(nemo_with_eos, text):
     ],
 )
 def test_cohere2moe_content_that_stops_before_the_end_of_turn(text, content):
-    # The prompt opens the reasoning block; the output ends at '<|END_TEXT|>' when the
-    # server stops on '<|END_OF_TURN_TOKEN|>'.
+    # With thinking on the prompt opens the reasoning block; the output ends at
+    # '<|END_TEXT|>' when the server stops on '<|END_OF_TURN_TOKEN|>'.
     expect(
-        read("cohere2moe", "Thinking.<|END_THINKING|>" + text), content=content, reasoning="Thinking."
+        read("cohere2moe", "Thinking.<|END_THINKING|>" + text, enable_thinking=True),
+        content=content,
+        reasoning="Thinking.",
     )
 
 
@@ -279,7 +283,7 @@ def test_cohere2moe_knows_the_end_of_its_content_turn():
             "Hello.\n\nsome text\n\nBye.",
             [WEATHER, TIME],
         ),
-        (HERMES, HERMES_W + "\n<|im_end|>\n" + HERMES_T, "", [WEATHER, TIME]),
+        (HERMES, HERMES_W + "\n<|im_end|>\n" + HERMES_T, None, [WEATHER, TIME]),
         (CODER, CODER_W + "\nNow the time.\n" + CODER_T + "<|im_end|>", "Now the time.", [WEATHER, TIME]),
         # a broken block between two good ones is content
         (
@@ -319,11 +323,11 @@ def test_text_before_and_after_calls_joins_as_written(text, content):
 @pytest.mark.parametrize(
     "slug,text,content,called",
     [
-        (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON), "", [WEATHER, TIME]),
+        (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON), None, [WEATHER, TIME]),
         # cut inside the second call: the first stands, the rest is content
         (NEMO, "[TOOL_CALLS][" + _nemo(W_JSON, T_JSON[:-4]), ", " + T_JSON[:-4], [WEATHER]),
-        (R7B, "<|START_ACTION|>[\n    " + R_JSON, "", [WEATHER]),
-        (V31, V31_BLOCK[: -len("<｜tool▁calls▁end｜>")], "", [WEATHER]),
+        (R7B, "<|START_ACTION|>[\n    " + R_JSON, None, [WEATHER]),
+        (V31, V31_BLOCK[: -len("<｜tool▁calls▁end｜>")], None, [WEATHER]),
     ],
 )
 def test_a_missing_section_closer(slug, text, content, called):

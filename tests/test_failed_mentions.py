@@ -48,7 +48,7 @@ def _mentions(module, count: int) -> str:
 def _text(message: dict) -> str:
     """The message's text: its reasoning (where the prompt opened a block the
     mentions stay in) and its content."""
-    return (message["reasoning_content"] or "") + message["content"]
+    return (message["reasoning_content"] or "") + (message["content"] or "")
 
 
 def _check_stream(module, text: str, message: dict, cuts=("1-char", "5-char", "random"), **options):

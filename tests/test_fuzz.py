@@ -110,7 +110,7 @@ def _outside_markers(text: str, spec: dict, markers: list[str]) -> str:
 def _lost(module, text: str, whole: dict, markers: list[str]) -> collections.Counter:
     """The letters of ``text`` outside the format's markers that ``parse``'s
     message ``whole`` does not hold (a hole the format writes twice, twice)."""
-    kept = [whole["content"], whole["reasoning_content"] or ""]
+    kept = [whole["content"] or "", whole["reasoning_content"] or ""]
     holes = [part["hole"] for part in module.SPEC["tools"].get("call", {}).get("parts") or ()]
     for call in whole["tool_calls"]:
         kept += [call["function"]["name"]] * max(1, holes.count("name"))

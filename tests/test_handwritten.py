@@ -61,7 +61,7 @@ def test_unclosed_reasoning_is_reasoning(slug):
     cut = text.index(THINK) + len(THINK)
     parsed = parser.parse(text[:cut], enable_thinking=thinking)
     assert parsed["reasoning_content"] == THINK
-    assert parsed["content"] == ""
+    assert parsed["content"] is None
 
 
 @pytest.mark.parametrize("slug", rt.slugs())

@@ -40,11 +40,43 @@ def _parsers(out):
     return parsers
 
 
+# Templates that write a user's turn without its text: built with a warning saying so.
+USERLESS = ("voice_listener",)
+
+
 def test_invented_templates_compile_without_review(compiled):
     out, report = compiled
     assert report.templates >= 10
     assert report.failures == []
-    assert report.warnings == []
+    assert report.warnings == [
+        f"{os.path.join(INVENTED, name)}.jinja: renders no user text (the user's message "
+        "never shows in its prompt), but renders the assistant's turn, which is what a "
+        "parser reads: built from that; check it is a chat template"
+        for name in USERLESS
+    ]
+
+
+def test_a_template_without_user_text_reads_assistant_turns(compiled, monkeypatch):
+    """An ASR-like template (its user's turn is audio) has the format any chat template
+    has in its assistant's turns: read whole, cut anywhere, and round-tripped."""
+    out, _ = compiled
+    parser = _parsers(out)["voice_listener"]
+    # It prints a list of typed blocks given as content: with no user text to find the
+    # turn by, that is still no reasoning field.
+    assert parser.SPEC["capabilities"]["reasoning_field"] is None
+    assert parser.SPEC["reasoning"]["mode"] == "none"
+    text = 'Let me check.\n<|act|>{"name": "get_weather", "arguments": {"city": "Oslo"}}<|/act|><|hush|>'
+    message = parser.parse(text)
+    assert message["content"] == "Let me check."
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in message["tool_calls"]] == [("get_weather", {"city": "Oslo"})]  # fmt: skip
+    assert parser.parse("It is sunny.<|hush|>")["content"] == "It is sunny."
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    cases = [case for kind in rt.ALL_KINDS if (case := rt.build_case("voice_listener", kind))]
+    assert len(cases) >= 6
+    for case in cases:
+        passed, why = rt.check(case, parser.parse)
+        assert passed, why
 
 
 def test_invented_templates_round_trip(compiled, monkeypatch):
@@ -168,7 +200,7 @@ def test_turn_break_without_calls_after_it_is_content(compiled):
         ("Hi." + brk + "\nmore", "Hi." + brk + "\nmore"),
         ("Hi." + brk + "\nmore" + call, "Hi." + brk + "\nmore"),
         ("Hi.\n" + brk + "\n" + call, "Hi."),
-        (brk + call, ""),
+        (brk + call, None),
     ]:
         message = parser.parse(text)
         assert message["content"] == content, text
@@ -189,7 +221,7 @@ def test_section_opener_before_content_is_no_content(compiled):
     call = '<do name="get_weather">{"city": "Oslo"}</do>\n'
     for text, content, calls in [
         (opener + "\nJust a note.", "Just a note.", 0),
-        (opener + "\n" + call + "</actions>", "", 1),
+        (opener + "\n" + call + "</actions>", None, 1),
         ("\n" + opener + "\nNote.\n" + call + call + "</actions>", "Note.", 2),
         ("Note first.\n" + call, "Note first.", 1),
     ]:
@@ -288,12 +320,15 @@ def test_a_thinking_switch_of_another_name_reads_reasoning(compiled):
 
     out, _ = compiled
     parser = _parsers(out)["deliberate_switch"]
-    assert parser.SPEC["capabilities"]["thinking_switch"] == {"variable": "deliberate", "default": False}
-    assert "switched by the template's 'deliberate'" in parser.__doc__
+    assert parser.SPEC["capabilities"]["thinking_switch"] == {
+        "variables": {"deliberate": {"thinking_on": True, "thinking_off": False}},
+        "default": "thinking_off",
+    }
+    assert "switched by the template's deliberate (True on, False off)" in parser.__doc__
     call = '<tool_request>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_request>'
     for text, reasoning, content in [
         ("<musing>\nIt may rain.\n</musing>\nTake an umbrella.<|close|>", "It may rain.", "Take an umbrella."),
-        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", ""),
+        ("<musing>\nOslo, then.\n</musing>\n" + call, "Oslo, then.", None),
         ("Take an umbrella.", None, "Take an umbrella."),
     ]:
         for thinking in (True, False):
@@ -319,7 +354,7 @@ def test_an_answer_label_written_only_with_tools_is_no_content(compiled):
         ("答复：It is sunny.<|reply_end|>", "It is sunny."),
         ("It is sunny.", "It is sunny."),
         ("答复：Let me check." + call, "Let me check."),
-        (call, ""),
+        (call, None),
         ("Say 答复： first.", "Say 答复： first."),
     ]:
         message = parser.parse(text)
@@ -330,44 +365,109 @@ def test_an_answer_label_written_only_with_tools_is_no_content(compiled):
             assert merge(fed + finished) == message, (name, text)
 
 
-@pytest.mark.parametrize("server", ["vllm", "sglang"])
-def test_plugins_read_the_template_s_own_switch(compiled, server):
-    """The plugins take the thinking setting from the request's chat-template
-    arguments: the template's own switch where it has one (its default where the
-    request does not give it), not enable_thinking, which that template ignores."""
+def _plugin_functions(out, server: str, slug: str, names: tuple[str, ...]) -> dict:
+    """The plugin's top-level functions and constants ``names``, run on the format's
+    module (the plugin imports its server at the top: only these are run here)."""
     import ast
     import importlib
 
     import yaml
 
     from compiler import model
-
-    out, _ = compiled
-    slug = "deliberate_switch"
-    spec = yaml.safe_load((out / "specs" / f"{slug}.yaml").read_text(encoding="utf-8"))
-    fmt = model.build(spec, slug=slug, origin=f"{slug}.yaml")
     from compiler.codegen.module import standalone
 
+    spec = yaml.safe_load((out / "specs" / f"{slug}.yaml").read_text(encoding="utf-8"))
+    fmt = model.build(spec, slug=slug, origin=f"{slug}.yaml")
     text = importlib.import_module(f"compiler.codegen.plugin_{server}").text(
         fmt, standalone(fmt), slug
     )
-    # The plugin imports its server at the top: only what reads the setting is run here.
     tree = ast.parse(text)
+    wanted = [
+        node for node in tree.body
+        if getattr(node, "name", None) in names
+        or (isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) in names)
+    ]
     namespace = {"fmt": _parsers(out)[slug]}
-    if server == "vllm":
-        wanted = [n for n in tree.body if getattr(n, "name", None) == "_thinking" or (
-            isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_SWITCH")]
-        exec(compile(ast.Module(body=wanted, type_ignores=[]), "plugin", "exec"), namespace)
-        thinking = namespace["_thinking"]
-        assert thinking({}) is False
-        assert thinking({"enable_thinking": True}) is False  # the template ignores it
-        assert thinking({"deliberate": True}) is True
-    else:
-        init = next(
-            m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FormatReasoningDetector"
-            for m in n.body if getattr(m, "name", None) == "__init__"
-        )
-        assert "thinking_switch" in ast.unparse(init)
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "plugin", "exec"), namespace)
+    return namespace
+
+
+# (slug, the request's chat-template arguments, the setting the vLLM plugin reads)
+REQUESTS = [
+    ("deliberate_switch", {}, None),  # none given: the template's default (off)
+    ("deliberate_switch", {"enable_thinking": True}, None),  # the template ignores it
+    ("deliberate_switch", {"deliberate": True}, True),
+    ("deliberate_switch", {"deliberate": False}, False),
+    ("skip_weighing", {"skip_reasoning": True}, False),  # true turns thinking off
+    ("skip_weighing", {"skip_reasoning": False}, True),
+    ("role_sep_think", {"force_reasoning": True}, True),
+    ("role_sep_think", {"skip_reasoning": True}, False),
+    ("role_sep_think", {"force_reasoning": False}, None),  # renders as though not given
+    ("mull_undecided", {}, None),
+    ("mull_undecided", {"enable_thinking": False}, False),
+    ("jot_training", {"for_training": True}, None),  # no switch at all
+]
+
+
+@pytest.mark.parametrize("slug,given,setting", REQUESTS)
+def test_the_vllm_plugin_passes_the_request_s_setting_only_where_it_gives_one(
+    compiled, slug, given, setting
+):
+    """The setting is read under the template's own names and polarity, from the
+    chat-template arguments vLLM hands the parser (its --default-chat-template-kwargs
+    merged in); a request that gives none leaves it to the template's default."""
+    out, _ = compiled
+    thinking = _plugin_functions(out, "vllm", slug, ("_SWITCH", "_thinking"))["_thinking"]
+    assert thinking(given) is setting
+
+
+# (slug, how the prompt the server rendered ends, the request's setting, the setting
+# the vLLM plugin reads the output with)
+PROMPTS = [
+    ("mull_undecided", "<|role=assistant|>\n<mull>\n", None, True),
+    ("mull_undecided", "<|role=assistant|>\n<mull>\n\n</mull>\n\n", None, False),
+    ("mull_undecided", "<|role=assistant|>\n", None, False),  # opens nothing
+    ("reverie_off_default", "<|hdr|>assistant\n<reverie>\n", False, True),  # the prompt wins
+    ("reverie_off_default", "<|hdr|>assistant\n", None, False),
+]
+
+
+@pytest.mark.parametrize("slug,prompt,asked,setting", PROMPTS)
+def test_the_vllm_plugin_lets_the_prompt_decide_where_vllm_hands_it_over(
+    compiled, slug, prompt, asked, setting
+):
+    """vLLM hands a reasoning parser the rendered prompt (set_prompt_token_ids): its
+    end says whether the output starts inside the block, over the request's setting
+    and the template's default."""
+    out, _ = compiled
+    spec = _parsers(out)[slug].SPEC
+    starts = (spec["reasoning"]["start"],)
+    namespace = _plugin_functions(out, "vllm", slug, ("_from_prompt",))
+    namespace.update(REASONING_STARTS=starts, REASONING_END=spec["reasoning"]["end"])
+    assert namespace["_from_prompt"](prompt, asked, False) is setting
+
+
+@pytest.mark.parametrize(
+    "slug,mode,readings",
+    [
+        # on unless set false: force_reasoning False is a request's false
+        ("skip_weighing", None, {None: None, True: None, False: None}),
+        ("reverie_off_default", "explicit_enable_thinking", {None: None, True: True, False: None}),
+        ("mull_undecided", "explicit_enable_thinking", {None: None, True: True, False: None}),
+        ("deliberate_switch", None, {None: None, True: None, False: None}),
+    ],
+)
+def test_the_sglang_plugin_reads_force_reasoning_by_the_template_s_switch(
+    compiled, slug, mode, readings
+):
+    """SGLang hands a reasoning detector only force_reasoning, which it works out from
+    enable_thinking or thinking with the detector's reasoning_default: the plugin sets
+    that from the spec's switch and default, and reads force_reasoning back as the
+    setting it stands for (None: the template's default decides)."""
+    out, _ = compiled
+    namespace = _plugin_functions(out, "sglang", slug, ("_SWITCH", "_sglang_mode", "SGLANG_MODE", "_setting"))
+    assert namespace["SGLANG_MODE"] == mode
+    assert {given: namespace["_setting"](given) for given in readings} == readings
 
 
 def test_relay_messages_reads_a_turn_of_several_messages(compiled):
@@ -400,10 +500,10 @@ def test_relay_messages_reads_a_turn_of_several_messages(compiled):
 
     think = "<|lane|>scratch<|body|>Plan.<|stop|><|m|>bot"
     for module, text, reasoning, content, calls in [
-        (parser, call("get_weather", "Oslo", order=True), None, "", ["Oslo"]),
-        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", "", ["Oslo"]),
+        (parser, call("get_weather", "Oslo", order=True), None, None, ["Oslo"]),
+        (parser, think + call("get_weather", "Oslo", order=True), "Plan.", None, ["Oslo"]),
         (parser, call("get_weather", "Oslo") + "<|m|>bot" + call("get_weather", "Rome", order=True),
-         None, "", ["Oslo", "Rome"]),
+         None, None, ["Oslo", "Rome"]),
         (parser, call("get_weather", "Oslo") + "<|m|>bot<|lane|>reply<|body|>Sunny.<|done|>",
          None, "Sunny.", ["Oslo"]),
         (parser, "<|lane|>reply<|body|>One.<|stop|><|m|>bot<|lane|>reply<|body|>Two.<|done|>",
@@ -420,3 +520,144 @@ def test_relay_messages_reads_a_turn_of_several_messages(compiled):
         for name, cuts in chunkings(text, text):
             fed, finished, abandoned = streamed(module, text, cuts)
             assert merge(fed + finished, abandoned) == message, (name, text)
+
+
+def _read(parser, text, **options):
+    """``parse``'s message, which the stream gives too at every chunking."""
+    from tests.test_stream import chunkings, merge, streamed
+
+    message = parser.parse(text, **options)
+    for name, cuts in chunkings(text, text):
+        fed, finished, abandoned = streamed(parser, text, cuts, **options)
+        assert merge(fed + finished, abandoned) == message, (name, text, options)
+    return message
+
+
+# slug → its capabilities.thinking_switch: the invented templates of each kind of switch
+SWITCHES = {
+    # thinking off unless asked for: the prompt opens the block only with it
+    "reverie_off_default": {
+        "variables": {"enable_thinking": {"thinking_on": True, "thinking_off": False}},
+        "default": "thinking_off",
+    },
+    # its own switch, whose true turns thinking off
+    "skip_weighing": {
+        "variables": {"skip_reasoning": {"thinking_on": False, "thinking_off": True}},
+        "default": "thinking_on",
+    },
+    # two switches of its own, each one way; with neither the model picks
+    "role_sep_think": {
+        "variables": {"force_reasoning": {"thinking_on": True}, "skip_reasoning": {"thinking_off": True}},
+        "default": "undecided",
+    },
+    # not given, the prompt neither opens nor closes the block
+    "mull_undecided": {
+        "variables": {"enable_thinking": {"thinking_on": True, "thinking_off": False}},
+        "default": "undecided",
+    },
+}
+
+
+@pytest.mark.parametrize("slug", sorted(SWITCHES))
+def test_the_switch_and_the_default_are_read_off_the_renders(compiled, slug):
+    out, _ = compiled
+    assert _parsers(out)[slug].SPEC["capabilities"]["thinking_switch"] == SWITCHES[slug]
+
+
+def test_a_boolean_that_changes_no_prompt_is_no_switch(compiled):
+    """jot_training writes a turn's reasoning back only for training (for_training):
+    the generation prompt is the same either way, so no request's value of it
+    changes what the model writes, and no setting is read from it."""
+    out, _ = compiled
+    parser = _parsers(out)["jot_training"]
+    assert "thinking_switch" not in parser.SPEC["capabilities"]
+    message = _read(parser, "Hmm.\n</jot>\nIt is 42.<|fin_turn|>")
+    assert (message["reasoning_content"], message["content"]) == ("Hmm.", "It is 42.")
+
+
+# (slug, enable_thinking, output, (reasoning, content, calls)): None is a request that
+# gives no switch, read as the template's default has it
+OUTPUTS = [
+    # off by default: a plain answer is the answer (parse assumed the block open)
+    ("reverie_off_default", None, "It is sunny.<|over|>", (None, "It is sunny.", 0)),
+    ("reverie_off_default", None, "<reverie>\nRain?\n</reverie>\nTake an umbrella.", ("Rain?", "Take an umbrella.", 0)),
+    ("reverie_off_default", True, "Rain?\n</reverie>\nTake an umbrella.", ("Rain?", "Take an umbrella.", 0)),
+    ("reverie_off_default", True, "Still thinking", ("Still thinking", None, 0)),
+    # reversed: enable_thinking=True is skip_reasoning=False, whose prompt opens the block
+    ("skip_weighing", True, "Plan.\n</weigh>\nGo.", ("Plan.", "Go.", 0)),
+    ("skip_weighing", None, "Plan.\n</weigh>\nGo.", ("Plan.", "Go.", 0)),
+    ("skip_weighing", False, "Go.<|yield|>", (None, "Go.", 0)),
+    # force_reasoning opens the reasoning message, skip_reasoning the answer's
+    ("role_sep_think", True, "Plan.<|turn_end|>\n<|turn|>assistant<|role_sep|>Go.", ("Plan.", "Go.", 0)),
+    ("role_sep_think", False, "Go.<|turn_end|>", (None, "Go.", 0)),
+    # with neither, the model names the message itself
+    ("role_sep_think", None, "<|role_sep|>Go.<|turn_end|>", (None, "Go.", 0)),
+    ("role_sep_think", None, "/think<|role_sep|>Plan.<|turn_end|>\n<|turn|>assistant<|role_sep|>Go.",
+     ("Plan.", "Go.", 0)),
+    # undecided: a block where its closer comes, an answer where none does
+    ("mull_undecided", None, "It is 42.<|halt|>", (None, "It is 42.", 0)),
+    ("mull_undecided", None, "Six sevens.\n</mull>\n\nIt is 42.", ("Six sevens.", "It is 42.", 0)),
+    ("mull_undecided", None, "<mull>\nSix sevens.\n</mull>\n\nIt is 42.", ("Six sevens.", "It is 42.", 0)),
+    ("mull_undecided", None, '<tool>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool>', (None, "", 1)),
+    ("mull_undecided", None, 'Oslo, then.\n</mull>\n\n<tool>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool>',
+     ("Oslo, then.", "", 1)),
+    ("mull_undecided", True, "Six sevens, and", ("Six sevens, and", None, 0)),
+    ("mull_undecided", False, "It is 42.", (None, "It is 42.", 0)),
+]
+
+
+@pytest.mark.parametrize("slug,thinking,text,expected", OUTPUTS)
+def test_outputs_read_by_the_switch_s_setting_and_the_default(compiled, slug, thinking, text, expected):
+    out, _ = compiled
+    parser = _parsers(out)[slug]
+    options = {} if thinking is None else {"enable_thinking": thinking}
+    message = _read(parser, text, **options)
+    reasoning, content, calls = expected
+    assert message["reasoning_content"] == reasoning, message
+    assert (message["content"] or None) == (content or None), message
+    assert len(message["tool_calls"]) == calls, message
+
+
+def test_invented_templates_round_trip_without_the_switch(compiled, monkeypatch):
+    """The acceptance of tests/test_default_thinking.py on the invented templates:
+    rendered with the switch undefined and parsed without it, each case reads as
+    with the recorded default given, and passes the round trip wherever that does."""
+    from tests import test_default_thinking as unswitched
+
+    out, _ = compiled
+    monkeypatch.setattr(rt, "SPECS", str(out / "specs"))
+    unswitched.standing_for_default.cache_clear()
+    parsers = _parsers(out)
+    failures, count = [], 0
+    try:
+        for slug, parser in parsers.items():
+            for kind in rt.UNSWITCHED_KINDS:
+                if rt.build_case(slug, kind) is None:
+                    continue
+                count += 1
+                why = unswitched.check(slug, kind, parser.parse)
+                if why is not None:
+                    failures.append(f"{slug}/{kind.name}: {why[:300]}")
+    finally:
+        unswitched.standing_for_default.cache_clear()
+    assert count >= 150
+    assert len(failures) <= 1, "\n".join(failures)
+
+
+@pytest.mark.parametrize("slug", ["mull_undecided", "role_sep_think"])
+def test_the_undecided_default_s_grammars_admit_both_readings(compiled, slug):
+    """grammar() and lark_grammar() without enable_thinking, for an undecided
+    default: they admit each output above that parse reads as well-formed, a block
+    where its closer comes and an answer where none does."""
+    from tests.test_grammar import accepts, why_rejected
+    from tests.test_lark import accepts as lark_accepts
+
+    out, _ = compiled
+    parser = _parsers(out)[slug]
+    texts = [text for name, thinking, text, _ in OUTPUTS if name == slug and thinking is None]
+    assert texts
+    for text in texts:
+        parser.parse(text, strict=True)
+        grammar = parser.grammar()
+        assert accepts(grammar, text, slug), why_rejected(grammar, text)
+        assert lark_accepts(parser.lark_grammar(), text), text

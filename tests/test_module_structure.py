@@ -36,7 +36,7 @@ MODULES = sorted(
 )
 RUNTIME = ROOT / "generated" / "_runtime.py"
 # What the runtime may import: the standard library's modules it needs.
-RUNTIME_IMPORTS = {"__future__", "ast", "json", "re", "sys", "typing", "warnings"}
+RUNTIME_IMPORTS = {"__future__", "ast", "copy", "json", "re", "sys", "typing", "warnings"}
 # What the runtime's own machinery uses, besides the public names.
 RUNTIME_ENTRY = {"bind", "INTERFACE"}
 

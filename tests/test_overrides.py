@@ -114,7 +114,7 @@ TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type":
 def test_mistral_small_reads_calls_with_or_without_the_id(text):
     message = _read("mistral_small_3_2_24b_instruct_2506", text, tools=TOOLS, enable_thinking=False)
     assert _calls(message) == [("add", {"a": 1})] * text.count("[TOOL_CALLS]")
-    assert message["content"] == ("Sure." if text.startswith("Sure") else "")
+    assert message["content"] == ("Sure." if text.startswith("Sure") else None)
 
 
 @pytest.mark.parametrize("slug", ["unsloth_mistral_devstral_small_2507", "mistralai_ministral_3_14b_reasoning_2512"])
@@ -142,7 +142,7 @@ def test_a_name_the_alternatives_do_not_end_is_no_call():
 def test_gpt_oss_reads_the_headers_the_model_writes(text):
     message = _read("openai_gpt_oss_120b", text, tools=TOOLS)
     assert _calls(message) == [("add", {"a": 1})]
-    assert message["reasoning_content"] == "Check." and message["content"] == ""
+    assert message["reasoning_content"] == "Check." and message["content"] is None
 
 
 @pytest.mark.parametrize("slug", ["google_gemma_4_31b_it", "google_gemma_4_31b_it_interleaved"])
@@ -196,7 +196,7 @@ _GIGA_31 = '<|function_call|>{"name": "add", "arguments": {"a": 1}}'
 def test_gigachat_reads_both_headers(slug, call, before):
     message = _read(slug, before + call, tools=TOOLS)
     assert _calls(message) == [("add", {"a": 1})], (slug, before + call)
-    assert message["content"] == before.strip()
+    assert message["content"] == (before.strip() or None)
 
 
 @pytest.mark.parametrize("slug", ["gigachat3_10b_a1_8b", "gigachat3_1_10b_a1_8b"])
@@ -221,7 +221,7 @@ def test_qwen3_coder_reads_a_call_without_tool_call_before_it(slug):
         message = _read(slug, text, tools=TOOLS)
         assert _calls(message) == [("add", {"a": 1})], text
         # (where the prompt opens the reasoning, the text before the calls is reasoning)
-        before = (message["reasoning_content"] or "") + message["content"]
+        before = (message["reasoning_content"] or "") + (message["content"] or "")
         assert before == ("Let me add." if text.startswith("Let") else "")
 
 
@@ -250,7 +250,7 @@ def test_gpt_oss_reads_a_recipient_outside_the_functions_namespace(recipient):
     "text,reasoning,content",
     [
         ("<|channel|>final<|message|>This is a test<|end|>", None, "This is a test"),
-        ("<|channel|>analysis<|message|>This is reasoning<|end|>", "This is reasoning", ""),
+        ("<|channel|>analysis<|message|>This is reasoning<|end|>", "This is reasoning", None),
         (
             "<|channel|>analysis<|message|>One<|end|><|start|>assistant"
             "<|channel|>final<|message|>Two<|end|>",
@@ -305,7 +305,7 @@ _LLAMAS = ["meta_llama_llama_3_1_8b_instruct", "meta_llama_llama_3_2_3b_instruct
 def test_llama_reads_the_python_tag_and_arguments_for_parameters(slug, text):
     message = _read(slug, text)
     assert _calls(message) == [("add", {"a": 1})] * text.count('"name"')
-    assert message["content"] == ""
+    assert message["content"] is None
 
 
 @pytest.mark.parametrize("slug", _LLAMAS)
@@ -377,7 +377,7 @@ def test_a_marker_before_a_triggered_section_is_dropped_and_looked_for():
     module = _built(patched, "hermes_with_lead")
     call = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
     for text, content in (
-        ("<|lead|>" + call, ""),
+        ("<|lead|>" + call, None),
         ("Sure. <|lead|>" + call, "Sure."),
         ("Sure. " + call, "Sure."),
         ("Sure. <|lead|> no call", "Sure. <|lead|> no call"),
@@ -402,13 +402,13 @@ _PLAN = "<|channel|>analysis<|message|>Plan.<|end|><|start|>assistant"
         (
             '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"NYC"}<|call|>',
             None,
-            "",
+            None,
             [("get_weather", {"location": "NYC"})],
         ),
         (
             _PLAN + '<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}<|call|>',
             "Plan.",
-            "",
+            None,
             [("add", {"a": 1})],
         ),
         # analysis, a preamble, two calls, the final answer: one turn
@@ -510,10 +510,10 @@ def test_a_section_left_out_is_looked_for_by_the_calls_start():
 @pytest.mark.parametrize(
     "before,opened,closed,content",
     [
-        ("", True, True, ""),  # the template's
-        ("", False, False, ""),  # vLLM's TestMissingFunctionCallsWrapper (V3.2)
+        ("", True, True, None),  # the template's
+        ("", False, False, None),  # vLLM's TestMissingFunctionCallsWrapper (V3.2)
         ("Sure.\n", False, False, "Sure."),
-        ("", False, True, ""),  # test_missing_tool_calls_wrapper_is_recovered (V4)
+        ("", False, True, None),  # test_missing_tool_calls_wrapper_is_recovered (V4)
         ("Sure. ", False, True, "Sure."),
     ],
 )
@@ -542,4 +542,4 @@ def test_stepfun_reads_a_call_without_tool_call_before_it():
     for text in (call, "Sure.\n" + call, "Sure.\n" + call + "\n</tool_call>"):
         message = _read("stepfun3_5_flash", "</think>" + text, tools=TOOLS)
         assert _calls(message) == [("add", {"a": 1})], text
-        assert message["content"] == ("Sure." if text.startswith("Sure") else "")
+        assert message["content"] == ("Sure." if text.startswith("Sure") else None)

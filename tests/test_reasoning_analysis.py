@@ -70,7 +70,7 @@ def test_reasoning_before_calls_is_not_content():
     text = '<|channel>thought\nNeed the weather.\n<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
     message = parse(text)
     assert message["reasoning_content"] == "Need the weather."
-    assert message["content"] == ""
+    assert message["content"] is None
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
     # With thinking off the prompt wrote the empty block: the model writes content.
     assert parse("Sunny.", enable_thinking=False)["content"] == "Sunny."
@@ -178,7 +178,7 @@ def merged(module, text: str, **options) -> dict:
     """The stream's deltas for ``text`` fed a character at a time, merged."""
     stream = module["StreamParser"](**options)
     deltas = [d for ch in text for d in stream.feed(ch)] + stream.finish()
-    message: dict = {"content": "", "reasoning_content": None, "tool_calls": []}
+    message: dict = {"content": None, "reasoning_content": None, "tool_calls": []}
     for delta in deltas:
         for key in ("content", "reasoning_content"):
             if key in delta:
@@ -207,12 +207,13 @@ def test_prompt_that_opens_the_block_only_without_tools():
         assert streamed["reasoning_content"] is None
         assert streamed["content"] == message["content"]
         assert [c["name"] for c in streamed["tool_calls"]] == ["get_weather"]
-    # Without tools the prompt opened the block: the model starts inside it.
-    message = parse("Cold there.\n</reason>\n\nTake a coat.")
+    # With thinking on and without tools the prompt opened the block: the model
+    # starts inside it.
+    message = parse("Cold there.\n</reason>\n\nTake a coat.", enable_thinking=True)
     assert (message["reasoning_content"], message["content"]) == ("Cold there.", "Take a coat.")
-    assert merged(module, "Cold there.\n</reason>\n\nTake a coat.")["reasoning_content"] == (
-        "Cold there."
-    )
+    assert merged(
+        module, "Cold there.\n</reason>\n\nTake a coat.", enable_thinking=True
+    )["reasoning_content"] == ("Cold there.")
     # With tools the model may still open it itself.
     message = parse("<reason>\nCold.\n</reason>\n\n" + call, tools=WEATHER_TOOLS)
     assert message["reasoning_content"] == "Cold."
@@ -246,7 +247,7 @@ def test_text_without_the_delimiter_is_content_as_the_history_writes_it():
         ("Take a coat.", None, "Take a coat.", 0),
         ("Cold there.\n[[ANSWER]]\nTake a coat.", "Cold there.", "Take a coat.", 0),
         ("Let me check." + call, None, "Let me check.", 1),
-        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", "", 1),
+        ("Cold?\n[[ANSWER]]\n" + call, "Cold?", None, 1),
         ("Take a coat.[[/turn]]", None, "Take a coat.", 0),
     ]
     for text, reasoning, content, calls in cases:

@@ -13,6 +13,7 @@ import pytest
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from compiler import render as render_module
 from compiler.render import (
     BOS_PLACEHOLDER,
     EOS_PLACEHOLDER,
@@ -93,14 +94,17 @@ NESTED_RANGES = (
 )
 
 
+# The renders below would run for hours: that they stop at all is the time limit's
+# doing. How soon is not checked (issue 32: on a loaded machine, wall-clock limits in
+# tests fail code that is right); a thread's join and the alarm guard against a hang.
+
+
 def test_nested_range_loops_hit_the_time_limit():
-    start = time.monotonic()
     with pytest.raises(RenderLimitExceeded) as info:
         render(NESTED_RANGES, time_limit=1.0)
-    elapsed = time.monotonic() - start
-    assert elapsed < 4.0
     assert info.value.path == "t.jinja"
-    assert "time" in info.value.message
+    assert info.value.bound == "time"
+    assert info.value.message == "time limit exceeded"
 
 
 def test_time_limit_fires_off_the_main_thread():
@@ -108,19 +112,17 @@ def test_time_limit_fires_off_the_main_thread():
     outcome: dict = {}
 
     def work():
-        start = time.monotonic()
         try:
             render(NESTED_RANGES, time_limit=0.5)
         except BaseException as error:  # noqa: BLE001 - recorded for the assertion
             outcome["error"] = error
-        outcome["elapsed"] = time.monotonic() - start
 
     thread = threading.Thread(target=work, daemon=True)
     thread.start()
-    thread.join(10.0)
+    thread.join(120.0)
     assert not thread.is_alive(), "render did not stop"
     assert isinstance(outcome.get("error"), RenderLimitExceeded)
-    assert outcome["elapsed"] < 4.0
+    assert outcome["error"].bound == "time"
 
 
 def test_time_limit_on_calls_in_a_loop():
@@ -130,22 +132,23 @@ def test_time_limit_on_calls_in_a_loop():
         "{% set ns.n = ns.n + 'x'.count('x') %}"
         "{% endfor %}{% endfor %}"
     )
-    start = time.monotonic()
-    with pytest.raises(RenderLimitExceeded):
+    with pytest.raises(RenderLimitExceeded) as info:
         render(source, time_limit=1.0)
-    assert time.monotonic() - start < 4.0
+    assert info.value.bound == "time"
 
 
 def test_range_larger_than_the_cap_is_a_limit():
-    with pytest.raises(RenderLimitExceeded):
+    with pytest.raises(RenderLimitExceeded) as info:
         render("{% for i in range(10**7) %}{% endfor %}")
+    assert info.value.bound == "size"
 
 
 def test_output_limit():
     source = "{% for i in range(10000) %}0123456789{% endfor %}"
     with pytest.raises(RenderLimitExceeded) as info:
         render(source, output_limit=1000)
-    assert str(info.value).startswith("t.jinja")
+    assert str(info.value).startswith("t.jinja: size limit: ")
+    assert info.value.bound == "size"
     assert "1000" in info.value.message
 
 
@@ -167,6 +170,41 @@ def test_repeated_concatenation_is_a_limit():
     source = "{% set ns = namespace(s='x' * 1000) %}{% for i in range(30) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}"
     with pytest.raises(RenderLimitExceeded):
         render(source)
+
+
+def test_each_limit_names_its_bound():
+    """The error says which of the sandbox's bounds the render met, first in its
+    message and in ``bound``: a test (or a user) can tell a refused value from memory
+    running out, from the clock."""
+    cases = {
+        "{{ 'a' * 10**9 }}": ("size", "size limit: a repetition would build"),
+        "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}": ("recursion", "recursion limit: "),
+        # About a second of CPU time to reach the memory cap, whatever the load: the
+        # backstop that counts CPU time (10 s) never wins this race, as the wall clock
+        # did on a loaded machine.
+        "{% set l = ['x' * 1000000] * 1000 %}{{ l }}": ("memory", "memory limit exceeded: "),
+    }
+    for source, (bound, says) in cases.items():
+        with pytest.raises(RenderLimitExceeded) as info:
+            render(source)
+        assert (info.value.bound, info.value.message[: len(says)]) == (bound, says), source
+    with pytest.raises(RenderLimitExceeded) as info:
+        render(NESTED_RANGES, time_limit=1.0)
+    assert (info.value.bound, info.value.message) == ("time", "time limit exceeded")
+
+
+def test_one_long_step_is_stopped_by_cpu_time():
+    """The backstop for a step that never comes back to the clock checks counts the
+    process's CPU time (SIGPROF): here a loop of plain Python, outside any sandbox
+    check, is stopped once it has spent 0.2 s of CPU, however long that takes."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the backstop is set on the main thread only")
+    with pytest.raises(render_module._Limit) as info:
+        with render_module._Alarm(0.2):
+            for _ in range(10**10):  # hours of work: only the backstop ends it
+                pass
+    assert info.value.bound == "cpu"
+    assert str(info.value) == "CPU time limit exceeded (0.2 s in one step)"
 
 
 def test_limit_errors_are_render_errors():

@@ -162,7 +162,7 @@ def _as_parsed(case: rt.Case) -> dict:
         )
     return {
         "role": "assistant",
-        "content": case.kind.content,
+        "content": case.kind.content or None,
         "reasoning_content": case.kind.reasoning,
         "tool_calls": calls,
     }
@@ -229,6 +229,24 @@ def test_checker(kind):
         checked += 1
     if not checked:
         pytest.skip("no expressible case")
+
+
+def test_checker_refuses_empty_string_content():
+    """No content is None in OpenAI's message: a parser that gives "" fails the case,
+    even where the template renders "" and None alike."""
+    kind = next(k for k in rt.TOOL_KINDS if not k.content)
+    checked = 0
+    for slug in rt.slugs():
+        case = rt.make_case(slug, kind)
+        if case is None:
+            continue
+        message = _as_parsed(case)
+        assert rt.check(case, _returning(message))[0], slug
+        message["content"] = ""
+        passed, why = rt.check(case, _returning(message))
+        assert not passed and "content is ''" in why, (slug, why)
+        checked += 1
+    assert checked >= 30
 
 
 def test_checker_compares_json_values():

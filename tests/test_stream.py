@@ -33,12 +33,12 @@ def merge(deltas: list[dict], abandoned=()) -> dict:
     """The message a client builds from the deltas, the calls the stream abandoned
     left out (DESIGN: a server drops them)."""
     message: dict[str, Any] = {
-        "role": "assistant", "content": "", "reasoning_content": None, "tool_calls": []
+        "role": "assistant", "content": None, "reasoning_content": None, "tool_calls": []
     }
     calls: dict[int, dict] = {}
     for delta in deltas:
         if "content" in delta:
-            message["content"] += delta["content"]
+            message["content"] = (message["content"] or "") + delta["content"]
         if "reasoning_content" in delta:
             message["reasoning_content"] = (message["reasoning_content"] or "") + delta[
                 "reasoning_content"
@@ -62,6 +62,7 @@ def merge(deltas: list[dict], abandoned=()) -> dict:
         with pytest.raises(ValueError):
             json.loads(arguments)  # an abandoned call never reads as a valid one
     message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    message["content"] = message["content"] or None  # no content text: OpenAI's null
     return message
 
 
@@ -154,7 +155,7 @@ def test_stream_is_incremental(slug, kind):
     longest = max(map(len, _markers(module.SPEC)), default=0)
     early, whole = merge(fed), merge(fed + finished)
     assert len(early["tool_calls"]) == len(whole["tool_calls"]), "a call sent only at finish()"
-    late = len(whole["content"]) - len(early["content"])
+    late = len(whole["content"] or "") - len(early["content"] or "")
     late += len(whole["reasoning_content"] or "") - len(early["reasoning_content"] or "")
     for before, after in zip(early["tool_calls"], whole["tool_calls"], strict=True):
         late += len(after["function"]["arguments"]) - len(before["function"]["arguments"])
@@ -266,7 +267,7 @@ def _base_texts(slug: str) -> tuple[str, ...]:
 
 def _sent(message: dict) -> str:
     """The letters and digits a message carries, wherever they are in it."""
-    text = message["content"] + (message["reasoning_content"] or "")
+    text = (message["content"] or "") + (message["reasoning_content"] or "")
     for call in message["tool_calls"]:
         function = call["function"]
         text += " ".join(["", function["name"] or "", function["arguments"], call["id"] or ""])
@@ -327,7 +328,7 @@ def test_deep_nesting_never_raises(slug):
     whole = module.parse(text, tools=case.tools)
     fed, finished = stream(module, text, range(4096, len(text), 4096), tools=case.tools)
     for message in (whole, merge(fed + finished)):
-        kept = message["content"] + "".join(
+        kept = (message["content"] or "") + "".join(
             call["function"]["arguments"] for call in message["tool_calls"]
         )
         assert kept.count("[") >= depth

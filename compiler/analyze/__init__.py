@@ -19,6 +19,7 @@ from . import messages as messages_analysis
 from . import headers as headers_analysis
 from . import prose
 from . import reasoning as reasoning_analysis
+from . import switch as switch_analysis
 from . import tools as tools_analysis
 from .evidence import Evidence
 from .observe import observe
@@ -34,7 +35,9 @@ class Analysis:
 
 
 def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
+    switch = switch_analysis.analyze(template, tool_shape)  # renders use it from here on
     caps = probe(template, tool_shape)
+    caps.thinking_switch = switch.section
     talk = Conversation(template, tool_shape, system_role=caps.system_role)
     obs = observe(talk, caps)
     ending = content_analysis.analyze_ending(obs)
@@ -101,13 +104,15 @@ def analyze(template: ChatTemplate, tool_shape: str = "openai") -> Analysis:
     }
     analysis = Analysis(
         body,
-        reasoning.evidence
+        switch.evidence
+        + reasoning.evidence
         + content.evidence
         + tools.evidence
         + messages_evidence
         + headers_evidence
         + prompt_evidence,
     )
+    analysis.review.extend(switch.review)
     analysis.review.extend(content.review)
     analysis.review.extend(tools.review)
     analysis.review.extend(_review(body))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..diff import markers_in
 from .evidence import Evidence
-from .observe import Observation
+from .observe import SETTINGS, Observation
 from .reasoning import ReasoningResult, history_render, prompt_render
 
 
@@ -24,15 +24,30 @@ def _call_header(tools: dict) -> str | None:
     return parts[holes.index("name")]["after"]
 
 
+def _opener(obs: Observation, reasoning: ReasoningResult, thinking: bool) -> str:
+    """What the generation prompt of a setting writes to open the turn's first message:
+    all it adds to the history, less the reasoning's opener where it opens the block
+    too (a switch that forces thinking on)."""
+    base, prompt = obs.base[thinking], obs.prompt[thinking]
+    if not prompt.startswith(base):
+        return ""
+    opener = prompt[len(base) :].strip()
+    if reasoning.start and opener.endswith(reasoning.start) and opener != reasoning.start:
+        opener = opener[: -len(reasoning.start)].strip()
+    return opener
+
+
 def analyze(
     obs: Observation, reasoning: ReasoningResult, content_start: str | None, tools: dict
 ) -> tuple[dict | None, list[Evidence]]:
     """The spec's ``messages`` section (None where a turn is one message), and why."""
-    base, prompt = obs.base[True], obs.prompt[True]
-    if not prompt.startswith(base) or not reasoning.end:
+    if not reasoning.end:
         return None, []
-    opener = prompt[len(base) :].strip()
-    if not opener or not reasoning.end.rstrip().endswith(opener):
+    for thinking in SETTINGS:
+        opener = _opener(obs, reasoning, thinking)
+        if opener and reasoning.end.rstrip().endswith(opener):
+            break
+    else:
         return None, []
     headers = [text for text in (reasoning.start, content_start, _call_header(tools)) if text]
     ends = {(markers_in(text) or [""])[-1] for text in headers}
@@ -49,8 +64,8 @@ def analyze(
         f"messages.opener = {opener!r}, messages.header_end = {end!r}, messages.end = "
         f"{reasoning.end.rstrip()[: -len(opener)].strip() or None!r}",
         why,
-        history_render(obs, True),
-        prompt_render(obs, True),
+        history_render(obs, thinking),
+        prompt_render(obs, thinking),
     )
     ending = reasoning.end.rstrip()[: -len(opener)].strip() or None
     return {"opener": opener, "header_end": end, "end": ending}, [evidence]

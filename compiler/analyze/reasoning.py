@@ -170,8 +170,14 @@ def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> R
     for thinking in SETTINGS:
         prompt_end = obs.prompt[thinking].rstrip()
         opened = False
+        opens_answer = False
         if result.start:
             opened = prompt_end.endswith(result.start)
+            # The opener may open the answer too (a role separator after a role that
+            # names the reasoning, or the answer): a prompt after which the answer
+            # follows at once leads into the answer, not into the reasoning.
+            opens_answer = opened and _opens_the_answer(obs, result.start, thinking)
+            opened = opened and not opens_answer
         elif result.mode == "delimiter":
             # Where a turn with content only continues the prompt without the
             # delimiter, the history writes plain answers: text without it is content.
@@ -180,7 +186,14 @@ def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> R
             opened = answer is None or (result.end or "") in answer
         result.opened_by_prompt[_setting_key(thinking)] = opened
         renders = (history_render(obs, thinking), prompt_render(obs, thinking))
-        if result.start:
+        if opens_answer:
+            why = (
+                f"the prompt ends with {result.start!r}, which opens the answer as well: "
+                "the turn with content only writes its content right after this prompt, "
+                f"and the turn with reasoning writes {result.start!r} before its content too"
+            )
+            renders = (prompt_render(obs, thinking), content_turn_render(obs, thinking))
+        elif result.start:
             why = f"the prompt {'ends' if opened else 'does not end'} with {result.start!r}"
         elif opened:
             why = "no marker opens the reasoning: the model starts inside it"
@@ -201,6 +214,28 @@ def analyze(talk: Conversation, obs: Observation, content_closer: str = "") -> R
     return result
 
 
+def _opens_the_answer(obs: Observation, start: str, thinking: bool, tools: bool = False) -> bool:
+    """Whether ``start``, which the prompt of this setting ends with, opens the answer
+    there: the turn with content only continues that prompt with its content at once,
+    and a turn with reasoning writes ``start`` right before its content too (a prompt
+    that opens the reasoning and is followed by a bare answer in the history is read
+    as opening it: the answer cannot be told from reasoning left open)."""
+    turn = obs.content_tools.get(thinking) if tools else obs.content[thinking]
+    answer = turn.output if turn is not None else None
+    if answer is None or not answer.lstrip().startswith(samples.CONTENT):
+        return False
+    for setting in SETTINGS:
+        turn = obs.reasoning[setting]
+        if turn is None:
+            continue
+        at = turn.full.rfind(samples.CONTENT)
+        if 0 <= turn.full.find(samples.REASONING) < at and turn.full[:at].rstrip().endswith(
+            start.strip()
+        ):
+            return True
+    return False
+
+
 def _opened_with_tools(obs: Observation, result: ReasoningResult) -> None:
     """Whether the prompt rendered with tools opens the block, where that differs
     from the prompt without them (a template may open it only when no tools are
@@ -211,7 +246,7 @@ def _opened_with_tools(obs: Observation, result: ReasoningResult) -> None:
     for thinking in SETTINGS:
         found[_setting_key(thinking)] = obs.prompt_tools[thinking].rstrip().endswith(
             result.start
-        )
+        ) and not _opens_the_answer(obs, result.start, thinking, tools=True)
     result.opened_with_tools = found
     for thinking in SETTINGS:
         key = _setting_key(thinking)

@@ -1072,12 +1072,13 @@ class _Grammar:
             [] if self.choice == "required" else ["end"]
         )
 
-    def output(self, enable_thinking: bool) -> str:
-        """The root of a whole output for one thinking setting. Each alternative runs to
-        the end of the output, end-of-turn marker included: a lexeme that could end
-        where the ``end`` lexeme starts would swallow its whitespace."""
+    def output(self, enable_thinking: bool | None) -> str:
+        """The root of a whole output for one thinking setting (None: a request that
+        gives none, the template's default). Each alternative runs to the end of the
+        output, end-of-turn marker included: a lexeme that could end where the ``end``
+        lexeme starts would swallow its whitespace."""
         reasoning = self.fmt.reasoning
-        options = self.reply(self.fmt.content.opened_by_prompt[0 if enable_thinking else 1])
+        options = self.reply(self.fmt.content.opened(enable_thinking))
         if not options:
             raise ValueError(f"{self.fmt.slug}: no output holds a call ({self.choice})")
         single = len(options) == 1 and re.fullmatch(r"[a-z][a-z0-9-]*", options[0])
@@ -1089,14 +1090,21 @@ class _Grammar:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
-        if not start and not opened:
-            # Only the delimiter marks reasoning, and without it the text is the
-            # answer: reasoning is text up to the delimiter that holds no call (one
-            # lexeme that a call's trigger ends, so that it never races the answer's).
+        # (None: the prompt may have opened it, and the text is reasoning where the
+        # closer comes, the answer where it does not)
+        maybe = not opened and None in settings
+        led = ""
+        if not opened and (not start or maybe):
+            # Without an opener the text is reasoning only where the closer comes, and
+            # otherwise the answer: reasoning is text up to the closer that holds no
+            # call (one lexeme that a call's trigger ends, so that it never races the
+            # answer's).
             word = self.word if self.has_calls else ""
             stops = [stop for stop in (reasoning.end, word) if stop]
             self.extend(without("reasoning-lead", stops, closed={reasoning.end: "reasoning-led"}))
-            return f"reasoning-led {reply} | {reply}"
+            led = f"reasoning-led {reply}"
+            if not start:
+                return f"{led} | {reply}"
         self.extend(without("reasoning-body", reasoning.end, closed="reasoning-closed"))
         if start:
             opener = f"ws {literal(start)}{'?' if opened else ''}"
@@ -1106,7 +1114,10 @@ class _Grammar:
             closed, unclosed = "reasoning-closed", "reasoning-body end"
         # Reasoning the output ends in holds no call.
         unclosed_ends = [] if self.choice == "required" else [unclosed]
-        return " | ".join([f"{closed} {reply}"] + unclosed_ends + ([] if always else [reply]))
+        return " | ".join(
+            [f"{closed} {reply}"] + ([led] if led else []) + unclosed_ends
+            + ([] if always else [reply])
+        )
 
 
 def _quotes(python: bool) -> list[str]:
@@ -1117,7 +1128,7 @@ def _quotes(python: bool) -> list[str]:
 def build(
     fmt: Format,
     *,
-    enable_thinking: bool,
+    enable_thinking: bool | None,
     tools=None,
     tool_choice="auto",
     parallel_tool_calls: bool = True,
@@ -1164,13 +1175,14 @@ SETTINGS = (("auto", False), ("required", True), ("required", False), ("none", T
 
 def choices(fmt: Format) -> dict:
     """The module's ``_GRAMMAR_CHOICES``: (tool_choice, parallel_tool_calls,
-    enable_thinking, None for the tool-call grammar) → the rules of that setting's
-    grammar that differ from the default's. Thinking off is left out where it
-    changes the same rules as thinking on; the runtime then takes those."""
+    enable_thinking (None: the template's default), "tools" for the tool-call
+    grammar) → the rules of that setting's grammar that differ from the grammar of
+    its thinking setting. Thinking off and the default are left out where they change
+    the same rules as thinking on; the runtime then takes those."""
     out: dict = {}
     if not fmt.has_calls:
         return out
-    for thinking in (True, False):
+    for thinking in (True, False, None):
         base = _rule_map(build(fmt, enable_thinking=thinking))
         for choice, parallel in SETTINGS:
             text = build(fmt, enable_thinking=thinking, tool_choice=choice,
@@ -1182,7 +1194,7 @@ def choices(fmt: Format) -> dict:
     single = _rule_map(build_tool_calls(fmt, parallel_tool_calls=False) or "")
     changed = {n: body for n, body in single.items() if base.get(n) != body}
     if changed:
-        out[("auto", False, None)] = changed
+        out[("auto", False, "tools")] = changed
     return out
 
 

@@ -65,9 +65,9 @@ _NOT_IN_WORDS = "".join(map(chr, range(0x21))) + "\x7f,;(){}[]\"'"
 # What a word or number of a value syntax of the template's own is not made of.
 _NOT_IN_OWN_WORDS = "".join(c for c in map(chr, range(0x80)) if not (c.isalnum() or c in "_.+-"))
 # The parts every format has, and those of a format with calls.
-PARTS = ("start", "start-no-thinking", "none", "rules")
-CALL_PARTS = ("start-calls", "start-calls-no-thinking", "auto", "required", "list",
-              "list-single", "call")  # fmt: skip
+PARTS = ("start", "start-no-thinking", "start-default", "none", "rules")
+CALL_PARTS = ("start-calls", "start-calls-no-thinking", "start-calls-default", "auto",
+              "required", "list", "list-single", "call")  # fmt: skip
 
 
 class _Ref(str):
@@ -581,10 +581,12 @@ class _Lark:
                 options += ["END"] if mode != "required" else []
         return f"reply: {' | '.join(dict.fromkeys(options))}\n"
 
-    def start(self, enable_thinking: bool, required: bool) -> str:
-        """The root for one thinking setting (``required``: a call must follow), with
-        the reasoning rules it uses."""
-        part = "start" + ("-calls" if required else "") + ("" if enable_thinking else "-no-thinking")
+    def start(self, enable_thinking: bool | None, required: bool) -> str:
+        """The root for one thinking setting (``required``: a call must follow; None:
+        a request that gives none, the template's default), with the reasoning rules
+        it uses."""
+        suffix = {True: "", False: "-no-thinking", None: "-default"}[enable_thinking]
+        part = "start" + ("-calls" if required else "") + suffix
         reasoning = self.fmt.reasoning
         if not reasoning.has_block:
             self.add("start", "reply", part=part)
@@ -593,20 +595,26 @@ class _Lark:
         # the grammar admits what parse reads either way.
         settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
         opened, always = any(settings), all(settings)
+        # (None: the prompt may have opened it, and the text is reasoning where the
+        # closer comes, the answer where it does not)
+        maybe = not opened and None in settings
         end = rx(reasoning.end)
-        if not reasoning.start and not opened:
-            # Only the delimiter marks reasoning, and without it the text is the
-            # answer: reasoning is text up to the delimiter that holds no call.
+        led = []
+        if not opened and (not reasoning.start or maybe):
+            # Without an opener the text is reasoning only where the closer comes, and
+            # otherwise the answer: reasoning is text up to the closer that holds no call.
             stops = [end] + ([rx(self.head)] if self.head else [])
-            self.add("REASONING", through("", end, stops), part=part)
-            self.add("start", "REASONING reply | reply", part=part)
-            return part
+            self.add("REASONING_LED", through("", end, stops), part=part)
+            led = ["REASONING_LED reply"]
+            if not reasoning.start:
+                self.add("start", "REASONING_LED reply | reply", part=part)
+                return part
         opener = ""
         if reasoning.start:
             opener = WS + _any_of([rx(start) for start in reasoning.starts])
             opener = f"(?:{opener})?" if opened else opener
         self.add("REASONING", through(opener, end, [end]), part=part)
-        options = ["REASONING reply"]
+        options = ["REASONING reply"] + led
         if not required:
             # A block left open at the end of the output: reasoning.
             options.append(self.add("REASONING_OPEN", upto_end(opener, [end]), part=part))
@@ -619,7 +627,7 @@ class _Lark:
         modes = ("auto", "none", "required") if self.calls is not None else ("none",)
         for mode in modes:
             self.out[mode] = self.reply(mode)
-        for thinking in (True, False):
+        for thinking in (True, False, None):
             self.start(thinking, False)
             if self.calls is not None:
                 self.start(thinking, True)

@@ -63,10 +63,11 @@ HAS_CALLS = False  # filled in: whether the format writes tool calls
 MODULE_SOURCE = ""  # filled in: the parser as one standalone module, verbatim
 
 # What the reasoning detector puts before the output it hands on: the reasoning is
-# sent, and the prompt had thinking on (first) or off. Private-use characters: no
+# sent, and the thinking setting it read with: on, off, or the template's default
+# (None). Private-use characters: no
 # tokenizer writes them in a model's output, and nothing reads them but the tool
 # detector, which takes them off.
-HANDED_ON = {True: "\ue0f1", False: "\ue0f0"}
+HANDED_ON = {True: "\ue0f1", False: "\ue0f0", None: "\ue0f2"}
 # Between reasoning and content where both go to the client as content (no
 # reasoning detector ran): the two stay apart, as the block's markers kept them.
 UNSEPARATED = "\n\n"
@@ -100,6 +101,33 @@ def _tool_dicts(tools) -> list | None:
     return found or None
 
 
+class _RequestTools:
+    """A request's tool definitions, compiled once (``compile_tools``) for every
+    parse, stream and structural tag made for it: asked again for the same
+    definitions (the same list, or one equal to it), the same compiled value.
+    Definitions the module refuses to compile are passed as they are: the output is
+    read all the same, typed by nothing they cannot type."""
+
+    def __init__(self) -> None:
+        self._given: object = None  # the tools last asked for, as the server gave them
+        self._found: list | None = None  # and as dicts
+        self._compiled: object = None
+
+    def of(self, tools):
+        if tools is None:
+            return None
+        if tools is not self._given:
+            found = _tool_dicts(tools)
+            if found != self._found:
+                try:
+                    self._compiled = fmt.compile_tools(found) if found else None
+                except (TypeError, ValueError):
+                    self._compiled = found
+                self._found = found
+            self._given = tools
+        return self._compiled
+
+
 def _joined(deltas: list[dict], field: str) -> str:
     return "".join(delta.get(field) or "" for delta in deltas)
 
@@ -112,6 +140,43 @@ class _Tag:
 
     def model_dump(self, **_options) -> dict:
         return self.tag
+
+
+# How a request switches thinking (the spec's capabilities.thinking_switch).
+_SWITCH = fmt.SPEC["capabilities"].get("thinking_switch")
+
+
+def _sglang_mode() -> str | None:
+    """The reasoning_default that makes SGLang's force_reasoning say what the request
+    set: SGLang reads a request's thinking setting only under enable_thinking or
+    thinking, on unless set false ("enable_thinking", "thinking") or off unless set
+    true ("explicit_..."). None where the template switches thinking under another
+    name or the other way round (SGLang cannot read that request)."""
+    if _SWITCH is None:
+        return None
+    for name in ("enable_thinking", "thinking"):
+        values = _SWITCH["variables"].get(name)
+        if values is not None and values.get("thinking_on") is True:
+            on_by_default = _SWITCH["default"] == "thinking_on"
+            return name if on_by_default else "explicit_" + name
+    return None
+
+
+SGLANG_MODE = _sglang_mode()
+
+
+def _setting(force_reasoning: bool | None) -> bool | None:
+    """The thinking setting to read the output with, from what SGLang hands over:
+    force_reasoning, which it works out from the request (with SGLANG_MODE) or from
+    its own reading of the template. True: on. False: off where the mode is on unless
+    set false; where it is off unless set true, false also stands for a request
+    that set nothing, which the template's default reads (None). None, or a
+    template SGLang cannot read a request of: the template's default."""
+    if force_reasoning is None or SGLANG_MODE is None:
+        return None
+    if force_reasoning:
+        return True
+    return False if not SGLANG_MODE.startswith("explicit_") else None
 
 
 class FormatReasoningDetector(BaseReasoningFormatDetector):
@@ -131,17 +196,13 @@ class FormatReasoningDetector(BaseReasoningFormatDetector):
             REASONING_END,
             force_reasoning=bool(force_reasoning),
             stream_reasoning=stream_reasoning,
-            # How SGLang guesses the thinking setting when the template does not
-            # say: on unless the request turns enable_thinking off.
-            reasoning_default="enable_thinking",
+            # How SGLang reads a request's thinking setting where it does not know
+            # the template: as the template's own switch and default have it.
+            reasoning_default=SGLANG_MODE or "enable_thinking",
             force_nonempty_content=force_nonempty_content,
         )
-        # SGLang passes force_reasoning as the thinking setting of the prompt (the
-        # request's, or the template's forced one); without it, parse's default, or
-        # what the template does where its own switch is not given.
-        switch = fmt.SPEC["capabilities"].get("thinking_switch")
-        default = switch["default"] if switch else True
-        self.enable_thinking = default if force_reasoning is None else bool(force_reasoning)
+        # SGLang hands over no prompt and no request, only force_reasoning.
+        self.enable_thinking = _setting(force_reasoning)
         self.hands_on = tool_call_parser_active
         self._reader = fmt.StreamParser(enable_thinking=self.enable_thinking)
         self._marked = False  # whether the handed-on text has its first character
@@ -176,7 +237,7 @@ class FormatReasoningDetector(BaseReasoningFormatDetector):
     def detect_and_parse(self, text: str) -> ReasoningResult:
         message = fmt.parse(text, enable_thinking=self.enable_thinking)
         reasoning = message["reasoning_content"] or ""
-        normal = self._hand_on(text) if self.hands_on else message["content"]
+        normal = self._hand_on(text) if self.hands_on else message["content"] or ""
         if self._force_nonempty_content and not normal:
             normal, reasoning = reasoning, ""
         return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
@@ -195,37 +256,39 @@ class FormatToolDetector(BaseFormatDetector):
     def __init__(self) -> None:
         super().__init__()
         self._reader: Any = None  # made with the first text, when the tools are known
+        self._tools = _RequestTools()
         self._separated = False  # whether a reasoning detector sent the reasoning
-        self._enable_thinking = True
+        self._enable_thinking: bool | None = None
         self._named: set[int] = set()  # the calls whose name was sent
         self._unseparated = False  # reasoning sent as content, no content after it yet
 
     @staticmethod
-    def _taken_apart(text: str) -> tuple[str, bool | None]:
-        """The output without the reasoning detector's mark, and the thinking
-        setting the mark gives (None: no mark)."""
+    def _taken_apart(text: str) -> tuple[str, bool, bool | None]:
+        """The output without the reasoning detector's mark, whether it had one, and
+        the thinking setting the mark gives (None: the template's default; also
+        where no mark says)."""
         for thinking, mark in HANDED_ON.items():
             if text.startswith(mark):
-                return text[len(mark) :], thinking
-        return text, None
+                return text[len(mark) :], True, thinking
+        return text, False, None
 
     def has_tool_call(self, text: str) -> bool:
         # SGLang reads a whole output with detect_and_parse only where this holds,
         # and otherwise returns the text as it is: so it holds wherever the module
         # reads the text otherwise than as plain content.
-        text, thinking = self._taken_apart(text)
-        if thinking is not None:
+        text, marked, _ = self._taken_apart(text)
+        if marked:
             return True
         message = fmt.parse(text)
         return bool(message["tool_calls"] or message["reasoning_content"]) or (
-            message["content"] != text
+            (message["content"] or "") != text
         )
 
     def detect_and_parse(self, text: str, tools) -> StreamingParseResult:
-        text, thinking = self._taken_apart(text)
-        message = fmt.parse(text, tools=_tool_dicts(tools), enable_thinking=thinking is not False)
-        content = message["content"]
-        if thinking is None and message["reasoning_content"]:
+        text, marked, thinking = self._taken_apart(text)
+        message = fmt.parse(text, tools=self._tools.of(tools), enable_thinking=thinking)
+        content = message["content"] or ""  # SGLang's normal_text is a str
+        if not marked and message["reasoning_content"]:
             # Nobody sent the reasoning: it stays in what the client reads.
             content = message["reasoning_content"] + (UNSEPARATED + content if content else "")
         calls = [
@@ -271,11 +334,9 @@ class FormatToolDetector(BaseFormatDetector):
         if self._reader is None:
             if not new_text:
                 return StreamingParseResult()
-            new_text, thinking = self._taken_apart(new_text)
-            self._separated = thinking is not None
-            self._enable_thinking = thinking is not False
+            new_text, self._separated, self._enable_thinking = self._taken_apart(new_text)
             self._reader = fmt.StreamParser(
-                tools=_tool_dicts(tools), enable_thinking=self._enable_thinking
+                tools=self._tools.of(tools), enable_thinking=self._enable_thinking
             )
         return self._items(self._reader.feed(new_text) if new_text else [])
 
@@ -307,7 +368,7 @@ class FormatToolDetector(BaseFormatDetector):
         if isinstance(choice, dict) and "type" not in choice:
             choice = {"type": "function", **choice}
         tag = fmt.structural_tag(
-            _tool_dicts(tools) or [],
+            self._tools.of(tools) or [],
             tool_choice=choice,
             parallel_tool_calls=parallel_tool_calls,
             enable_thinking=thinking_mode,

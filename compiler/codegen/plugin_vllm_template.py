@@ -14,7 +14,9 @@ that order, in one call: ``Parser.__init__``), the tool parser pairs itself with
 reasoning parser made just before it: the reasoning parser then sends the reasoning
 and, at the first delta that is not reasoning, hands its reader over to the tool
 parser, which sends everything after. So one reader reads each output, however vLLM
-cuts it.
+cuts it. The thinking setting it reads with is the one whose prompt ends as the
+rendered prompt does, where vLLM hands that over (``set_prompt_token_ids``), else
+the request's (None where it gives none: the template's default).
 """
 
 from __future__ import annotations
@@ -68,23 +70,57 @@ fmt = _load_format()
 _unpaired = threading.local()
 
 
-# The template's own thinking variable where it reads no enable_thinking (the spec's
-# capabilities.thinking_switch): {"variable": name, "default": on without it}, or None.
+# How a request switches thinking (the spec's capabilities.thinking_switch): each
+# variable the template reads with its values for thinking on and off, and what the
+# template does where a request gives none; None: the template has no switch.
 _SWITCH = fmt.SPEC["capabilities"].get("thinking_switch")
+# How many of the prompt's last tokens are decoded to see how it ends.
+_PROMPT_TAIL = 64
 
 
-def _thinking(template_kwargs) -> bool:
-    """The thinking setting the prompt was rendered with: the template's own switch
-    where it has one (what it does without it where the request does not say), else
-    enable_thinking (templates name it either way), on unless turned off."""
-    if _SWITCH is not None:
-        value = (template_kwargs or {}).get(_SWITCH["variable"])
-        return bool(_SWITCH["default"] if value is None else value)
-    for key in ("enable_thinking", "thinking"):
-        value = (template_kwargs or {}).get(key)
-        if value is not None:
-            return bool(value)
-    return True
+def _thinking(template_kwargs) -> bool | None:
+    """The thinking setting the request rendered the prompt with: True or False where
+    its chat-template arguments (the server's defaults merged in) give one of the
+    template's switch variables a value that turns thinking on or off, whatever the
+    variable's name and polarity; None where they give none (the parser then reads
+    the output as the template's own default has it)."""
+    given = template_kwargs or {}
+    found = set()
+    for name, values in (_SWITCH or {}).get("variables", {}).items():
+        value = given.get(name)
+        if value is None:
+            continue
+        for setting, key in ((True, "thinking_on"), (False, "thinking_off")):
+            wanted = values.get(key)
+            if key in values and (bool(value) if isinstance(wanted, bool) else value) == wanted:
+                found.add(setting)
+    return found.pop() if len(found) == 1 else None
+
+
+def _from_prompt(prompt_end: str, asked: bool | None, tools: bool) -> bool | None:
+    """The thinking setting whose prompt ends as the rendered one does (the reasoning
+    block opened by it or not, the answer's opener written by it or not, as the spec
+    records per setting): the request's own where it fits, else whichever does; the
+    request's where none does. The prompt itself then decides where the output
+    starts, whatever the request said and whatever the template's default."""
+    if not REASONING_END:
+        return asked
+    reasoning, content = fmt.SPEC["reasoning"], fmt.SPEC["content"]
+    end = prompt_end.rstrip()
+    opener = (content.get("start") or "").strip()
+    seen = (
+        any(end.endswith(start.strip()) for start in REASONING_STARTS if start.strip()),
+        bool(opener) and end.endswith(opener),
+    )
+    opened = (reasoning.get("opened_with_tools") if tools else None) or reasoning[
+        "opened_by_prompt"
+    ]
+    content_opened = content.get("opened_by_prompt") or {}
+    for setting in ([asked] if asked is not None else []) + [True, False]:
+        key = "thinking_on" if setting else "thinking_off"
+        if (bool(opened[key]), bool(content_opened.get(key))) == seen:
+            return setting
+    return asked
 
 
 def _tool_dicts(tools) -> list | None:
@@ -98,6 +134,33 @@ def _tool_dicts(tools) -> list | None:
     return found or None
 
 
+class _RequestTools:
+    """A request's tool definitions, compiled once (``compile_tools``) for every
+    parse, stream and structural tag made for it: asked again for the same
+    definitions (the same list, or one equal to it), the same compiled value.
+    Definitions the module refuses to compile are passed as they are: the output is
+    read all the same, typed by nothing they cannot type."""
+
+    def __init__(self) -> None:
+        self._given: object = None  # the tools last asked for, as the server gave them
+        self._found: list | None = None  # and as dicts
+        self._compiled: object = None
+
+    def of(self, tools):
+        if tools is None:
+            return None
+        if tools is not self._given:
+            found = _tool_dicts(tools)
+            if found != self._found:
+                try:
+                    self._compiled = fmt.compile_tools(found) if found else None
+                except (TypeError, ValueError):
+                    self._compiled = found
+                self._found = found
+            self._given = tools
+        return self._compiled
+
+
 def _call_id(given) -> str:
     """The call's id as the model wrote it, else a fresh one (strict clients need
     one on every call's first delta)."""
@@ -107,7 +170,7 @@ def _call_id(given) -> str:
 class _Reader:
     """One ``StreamParser`` over one output; its deltas as one ``DeltaMessage``."""
 
-    def __init__(self, tools, enable_thinking: bool) -> None:
+    def __init__(self, tools, enable_thinking: bool | None) -> None:
         self.parser = fmt.StreamParser(tools=tools, enable_thinking=enable_thinking)
         self.ids: dict[int, str] = {}  # the id sent for each call
         self.done = False
@@ -194,10 +257,13 @@ class FormatReasoningParser(ReasoningParser):
         super().__init__(tokenizer, *args, **kwargs)
         self._template_kwargs = dict(kwargs.get("chat_template_kwargs") or {})
         self._partner: FormatToolParser | None = None
+        self._tools = _RequestTools()
         self._reader: _Reader | None = None
         self._ended = False
         self._handed: list[dict] = []  # deltas read but left to the tool parser
         self._scanned = ""  # the tail of the output decoded so far (token checks)
+        # How the rendered prompt ends (set_prompt_token_ids; None: not handed over).
+        self._prompt_end: str | None = None
         _unpaired.parser = self
 
     @property
@@ -208,13 +274,38 @@ class FormatReasoningParser(ReasoningParser):
     def reasoning_end_str(self) -> str | None:
         return REASONING_END or None
 
-    def _tools(self):
-        return _tool_dicts(self._partner.tools) if self._partner is not None else None
+    def _request_tools(self) -> _RequestTools:
+        """The request's tools: compiled once for both parsers where paired."""
+        return self._partner.request_tools if self._partner is not None else self._tools
+
+    def _partners_tools(self):
+        if self._partner is None:
+            return None
+        return self._request_tools().of(self._partner.tools)
 
     def _start(self) -> _Reader:
         if self._reader is None:
-            self._reader = _Reader(self._tools(), _thinking(self._template_kwargs))
+            tools = self._partners_tools()
+            self._reader = _Reader(tools, self.setting(self._template_kwargs, tools))
         return self._reader
+
+    def setting(self, template_kwargs, tools) -> bool | None:
+        """The thinking setting to read the output with: the request's (None where it
+        gives none), or where vLLM handed over the rendered prompt, the setting whose
+        prompt ends as that one does."""
+        asked = _thinking(template_kwargs)
+        if self._prompt_end is None:
+            return asked
+        return _from_prompt(self._prompt_end, asked, bool(tools))
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        # vLLM hands the rendered prompt over before it reads an output, streamed
+        # or whole; its end says whether the output starts inside the block.
+        self._prompt_end = self._decoded(list(prompt_token_ids)[-_PROMPT_TAIL:]) or None
+
+    def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+        if self._prompt_end is None:
+            self.set_prompt_token_ids(prompt_token_ids)
 
     def adjust_request(self, request):
         return _skip_no_special_tokens(request)
@@ -254,17 +345,17 @@ class FormatReasoningParser(ReasoningParser):
     # -- reading -------------------------------------------------------------------
 
     def extract_reasoning(self, model_output: str, request):
-        tools = _tool_dicts(getattr(request, "tools", None))
+        tools = self._request_tools().of(getattr(request, "tools", None))
         # The kwargs vLLM made this parser with hold the server's defaults too.
-        thinking = _thinking(
-            self._template_kwargs or getattr(request, "chat_template_kwargs", None)
+        thinking = self.setting(
+            self._template_kwargs or getattr(request, "chat_template_kwargs", None), tools
         )
         message = fmt.parse(model_output, tools=tools, enable_thinking=thinking)
         if self._partner is not None or message["tool_calls"]:
             # The tool parser reads the whole output again for content and calls;
             # with no tool parser of this format, nothing is dropped either.
             return message["reasoning_content"], model_output
-        return message["reasoning_content"], message["content"] or None
+        return message["reasoning_content"], message["content"]
 
     def extract_reasoning_streaming(
         self,
@@ -316,6 +407,7 @@ class FormatToolParser(ToolParser):
 
     def __init__(self, tokenizer, tools=None) -> None:
         super().__init__(tokenizer, tools)
+        self.request_tools = _RequestTools()
         self._reader: _Reader | None = None
         self._pending: list[dict] = []
         self._partner: FormatReasoningParser | None = None
@@ -331,6 +423,14 @@ class FormatToolParser(ToolParser):
             return self._partner._template_kwargs  # with the server's defaults
         return getattr(request, "chat_template_kwargs", None) or {}
 
+    def _setting(self, request) -> bool | None:
+        """The thinking setting to read the output with (the reasoning parser's,
+        which vLLM hands the rendered prompt, where there is one)."""
+        kwargs, tools = self._template_kwargs(request), _tool_dicts(request.tools)
+        if self._partner is not None:
+            return self._partner.setting(kwargs, tools)
+        return _thinking(kwargs)
+
     def adjust_request(self, request):
         request = _skip_no_special_tokens(request)
         if not isinstance(request, ChatCompletionRequest) or not request.tools:
@@ -340,7 +440,7 @@ class FormatToolParser(ToolParser):
             return request
         try:
             tag = fmt.structural_tag(
-                _tool_dicts(request.tools),
+                self.request_tools.of(request.tools),
                 tool_choice=choice,
                 parallel_tool_calls=request.parallel_tool_calls is not False,
                 enable_thinking=_thinking(self._template_kwargs(request)),
@@ -356,8 +456,8 @@ class FormatToolParser(ToolParser):
     def extract_tool_calls(self, model_output: str, request) -> ExtractedToolCallInformation:
         message = fmt.parse(
             model_output,
-            tools=_tool_dicts(request.tools),
-            enable_thinking=_thinking(self._template_kwargs(request)),
+            tools=self.request_tools.of(request.tools),
+            enable_thinking=self._setting(request),
         )
         calls = []
         for call in message["tool_calls"]:
@@ -369,7 +469,7 @@ class FormatToolParser(ToolParser):
                 )
             )
         return ExtractedToolCallInformation(
-            tools_called=bool(calls), tool_calls=calls, content=message["content"] or None
+            tools_called=bool(calls), tool_calls=calls, content=message["content"]
         )
 
     def extract_tool_calls_streaming(
@@ -388,7 +488,7 @@ class FormatToolParser(ToolParser):
                 self._reader, self._pending = handed
             else:  # reading alone from the output's start
                 self._reader = _Reader(
-                    _tool_dicts(request.tools), _thinking(self._template_kwargs(request))
+                    self.request_tools.of(request.tools), self._setting(request)
                 )
         deltas, self._pending = self._pending + self._reader.feed(delta_text), []
         return self._reader.message(deltas)

@@ -27,6 +27,7 @@ MODULES = (
     "format",
     "text",
     "values",
+    "tools",
     "calls",
     "parse",
     "stream",

@@ -53,23 +53,31 @@ _MAX_VARIANTS = 32
 def plan(fmt: Format) -> dict:
     """The compile-time parts of ``fmt``'s structural tags (JSON values only)."""
     return {
-        "reasoning": {"on": _reasoning(fmt, True), "off": _reasoning(fmt, False)},
+        "reasoning": {
+            "on": _reasoning(fmt, True),
+            "off": _reasoning(fmt, False),
+            "default": _reasoning(fmt, None),
+        },
         "calls": _calls(fmt),
     }
 
 
-def _reasoning(fmt: Format, enable_thinking: bool) -> dict | None:
+def _reasoning(fmt: Format, enable_thinking: bool | None) -> dict | None:
     reasoning = fmt.reasoning
     if not reasoning.has_block:
         return None
     # With tools given or not: the structural tag admits what parse reads either way.
     settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
-    return {
+    found = {
         "starts": list(reasoning.starts),
         "end": reasoning.end,
         "opened": any(settings),
         "always": all(settings),
     }
+    if None in settings:
+        # The prompt may have opened the block: a closer with no opener ends it.
+        found["maybe"] = True
+    return found
 
 
 def _closers(text: str, stops: tuple[str, ...]) -> list[str]:

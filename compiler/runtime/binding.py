@@ -30,6 +30,7 @@ PUBLIC = (
     "structural_tag",
     "lark_grammar",
     "prepare_messages",
+    "compile_tools",
 )
 
 # The code of the module this is part of, as the import ran it: what ``bind`` runs

@@ -42,10 +42,12 @@ PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
 TOKEN_IDS: dict[str, int] = _given("TOKEN_IDS", {})
 BOS_TOKEN_ID: int | None = _given("BOS_TOKEN_ID", None)
 EOS_TOKEN_IDS: list[int] = _given("EOS_TOKEN_IDS", [])
-# The grammar of a whole output with thinking on, of the calls from the trigger on,
-# and of a whole output with thinking off.
+# The grammar of a whole output as a request that gives no thinking switch reads it
+# (the template's default), of the calls from the trigger on, and of a whole output
+# with thinking on and with thinking off.
 GBNF: str = _given("GBNF", "")
 GBNF_TOOLS: str | None = _given("GBNF_TOOLS", None)
+_GRAMMAR_THINKING: str = _given("_GRAMMAR_THINKING", "")
 _GRAMMAR_NO_THINKING: str = _given("_GRAMMAR_NO_THINKING", "")
 
 # What every generation prompt ends with, from each marker in it on, the longest
@@ -60,14 +62,16 @@ HAS_REASONING: bool = _given("HAS_REASONING", False)
 REASONING_START: str = _given("REASONING_START", "")
 REASONING_STARTS: tuple[str, ...] = _given("REASONING_STARTS", ())
 REASONING_END: str = _given("REASONING_END", "")
-# Whether the prompt opens the block, per enable_thinking; whether it does otherwise
-# when tools are given, and then per enable_thinking.
-OPENED_BY_PROMPT: dict[bool, bool] = _given(
-    "OPENED_BY_PROMPT", {True: False, False: False}
+# Whether the prompt opens the block, per enable_thinking (True, False, and None: a
+# request that gives none, read as the template's default; a None value there: the
+# default is undecided, and the text is reasoning only where the closer comes);
+# whether it does otherwise when tools are given, and then per enable_thinking.
+OPENED_BY_PROMPT: dict[bool | None, bool | None] = _given(
+    "OPENED_BY_PROMPT", {True: False, False: False, None: False}
 )
 TOOLS_CHANGE_OPENING: bool = _given("TOOLS_CHANGE_OPENING", False)
-OPENED_WITH_TOOLS: dict[bool, bool] = _given(
-    "OPENED_WITH_TOOLS", {True: False, False: False}
+OPENED_WITH_TOOLS: dict[bool | None, bool | None] = _given(
+    "OPENED_WITH_TOOLS", {True: False, False: False, None: False}
 )
 
 # --- content -----------------------------------------------------------------------
@@ -80,9 +84,11 @@ CONTENT_END: str = _given("CONTENT_END", "")
 # opener first, where real outputs write others beside the template's (overrides);
 # () where they do not.
 CONTENT_STARTS: tuple[tuple[str, str], ...] = _given("CONTENT_STARTS", ())
-# Whether the prompt writes the content's opener, per enable_thinking: the output
-# starts inside the content, which CONTENT_END ends.
-CONTENT_OPENED: dict[bool, bool] = _given("CONTENT_OPENED", {True: False, False: False})
+# Whether the prompt writes the content's opener, per enable_thinking (as
+# OPENED_BY_PROMPT): the output starts inside the content, which CONTENT_END ends.
+CONTENT_OPENED: dict[bool | None, bool] = _given(
+    "CONTENT_OPENED", {True: False, False: False, None: False}
+)
 
 # --- a turn written as several messages (the spec's ``messages``) -------------------
 # What opens each message after the first (the prompt writes the first's), and what
@@ -240,13 +246,14 @@ TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
-# parallel, enable_thinking; None for GBNF_TOOLS) → the rules that differ from the
-# default grammar's.
+# parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
+# that differ from that thinking setting's grammar's.
 _GRAMMAR_CHOICES: dict = _given("_GRAMMAR_CHOICES", {})
 # The parts structural_tag() builds xgrammar's structural tags from (neutral: no
 # reasoning, no calls).
 _STRUCTURAL_TAG: dict = _given(
-    "_STRUCTURAL_TAG", {"reasoning": {"on": None, "off": None}, "calls": None}
+    "_STRUCTURAL_TAG",
+    {"reasoning": {"on": None, "off": None, "default": None}, "calls": None},
 )
 # The format's Lark rules by part, which lark_grammar() completes with the tools
 # (neutral: a format read as plain text, any output).
@@ -255,6 +262,7 @@ _LARK: dict[str, str] = _given(
     {
         "start": "start: reply\n",
         "start-no-thinking": "start: reply\n",
+        "start-default": "start: reply\n",
         "none": "reply: ANY\nANY: /(?s:.*)/\n",
         "rules": "",
     },

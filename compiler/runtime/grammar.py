@@ -9,6 +9,7 @@ import json
 from .format import (
     _GRAMMAR_CHOICES,
     _GRAMMAR_NO_THINKING,
+    _GRAMMAR_THINKING,
     GBNF,
     GBNF_TOOLS,
     HAS_CALLS,
@@ -26,7 +27,9 @@ from .schema_gbnf import (
     _rules,
     _written,
 )
-from .values import _check_tools, _self_contained, _sorted_keys
+from .text import _setting
+from .tools import _made_once, _tools_given
+from .values import _self_contained, _sorted_keys
 
 # The rules that hold one whole call (and what follows it): a copy of each per tool
 # whose arguments a schema types.
@@ -34,41 +37,43 @@ _CALL_RULES = ("calls-full", "calls-rest", "calls-root", "call-next")
 
 
 def grammar(
-    *, tools=None, enable_thinking=True, tool_choice="auto", parallel_tool_calls=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """GBNF whose root accepts the outputs ``parse`` reads as well-formed, calls
     included: to the functions ``tools`` names (when it names any), their arguments
     held to the functions' JSON schemas. ``tool_choice``: "auto", "none" (no call),
     "required" (at least one call), or ``{"type": "function", "function": {"name":
     …}}`` (calls to that function only, at least one); ``parallel_tool_calls=False``:
-    at most one call."""
+    at most one call. ``enable_thinking``: as ``parse`` takes it (None: the
+    template's default)."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
-    text = GBNF if enable_thinking else _GRAMMAR_NO_THINKING
+    thinking = _setting(enable_thinking)
+    text = {None: GBNF, True: _GRAMMAR_THINKING, False: _GRAMMAR_NO_THINKING}[thinking]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError("this format writes no tool calls")
         return text
     setting = (choice, bool(parallel_tool_calls) or choice == "none")
     changes = _GRAMMAR_CHOICES.get(
-        setting + (enable_thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
+        setting + (thinking,), _GRAMMAR_CHOICES.get(setting + (True,), {})
     )
-    return _for_tools(text, changes, tools, named)
+    return _for_tools(text, changes, tools, named, compiled)
 
 
-def tool_call_grammar(*, tools=None, tool_choice="auto", parallel_tool_calls=True):
+def tool_call_grammar(tools=None, *, tool_choice="auto", parallel_tool_calls=True):
     """GBNF whose root accepts the tool calls of an output from where ``TRIGGERS``
     fires on: the grammar a server switches on then (None: this format has no
     tool calls, or ``tool_choice`` is "none"). The keywords are ``grammar``'s; a
     required call is the whole grammar's to demand."""
     _require("gbnf")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _tool_choice(tool_choice)
     if not HAS_CALLS or choice == "none":
         return None
-    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), None), {})
-    return _for_tools(GBNF_TOOLS, changes, tools, named)
+    changes = _GRAMMAR_CHOICES.get(("auto", bool(parallel_tool_calls), "tools"), {})
+    return _for_tools(GBNF_TOOLS, changes, tools, named, compiled)
 
 
 def _require(export):
@@ -95,10 +100,20 @@ def _tool_choice(tool_choice):
     return "required", name
 
 
-def _for_tools(text, changes, tools, named):
+def _for_tools(text, changes, tools, named, compiled=None):
     """The grammar ``text`` with ``changes`` (rules) made, its calls limited to the
     functions of ``tools`` (to ``named`` where given) and their arguments to their
-    schemas."""
+    schemas; made once per setting where ``tools`` are ``compiled``'s."""
+    if compiled is None:
+        return _tools_grammar(text, changes, tools, named)
+    key = (_tools_grammar, text, tuple(sorted(changes.items())), named)
+    return _made_once(
+        compiled, key, lambda: _tools_grammar(text, changes, tools, named)
+    )
+
+
+def _tools_grammar(text, changes, tools, named):
+    """``_for_tools``' grammar, made."""
     table: dict = {}  # name → (parameters, strict), the first definition of each
     for tool in tools or ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None

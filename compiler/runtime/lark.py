@@ -26,13 +26,9 @@ from .format import (
 )
 from .grammar import _require, _terminal
 from .schema_gbnf import _GBNF_TOKEN, _Arguments, _rules, _written
-from .values import (
-    _check_tools,
-    _resolved,
-    _schema_kinds,
-    _self_contained,
-    _sorted_keys,
-)
+from .text import _setting
+from .tools import _made_once, _tools_given
+from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -47,7 +43,7 @@ _LARK_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~/%")
 
 
 def lark_grammar(
-    *, tools=None, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """llguidance's Lark grammar (its docs/syntax.md) of a whole output: reasoning
     as the thinking setting allows, content, and tool calls in this format's markers,
@@ -57,12 +53,15 @@ def lark_grammar(
     ``tool_choice``: "auto" (content, calls, or both as the format writes them),
     "none" (no call), "required" (at least one call; content only before calls), or
     ``{"type": "function", "function": {"name": …}}`` (as "required", that function
-    only); ``parallel_tool_calls=False`` allows one call at most. ValueError: a
-    choice this format or these tools cannot meet."""
+    only); ``parallel_tool_calls=False`` allows one call at most;
+    ``enable_thinking`` as ``parse`` takes it (None: the template's default).
+    ValueError: a choice this format or these tools cannot meet."""
     _require("lark")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     choice, named = _lark_choice(tool_choice)
-    thinking = "" if enable_thinking else "-no-thinking"
+    thinking = {None: "-default", True: "", False: "-no-thinking"}[
+        _setting(enable_thinking)
+    ]
     if not HAS_CALLS:
         if choice == "required":
             raise ValueError(
@@ -84,7 +83,10 @@ def lark_grammar(
     text += _LARK[choice] + _LARK["rules"]
     text += _LARK["list" if parallel_tool_calls else "list-single"]
     # With no call allowed, the call rules the content's rules name stay unused.
-    return text + _lark_calls(functions if choice != "none" else None)
+    if choice == "none":
+        functions = None
+    key = (_lark_calls, named, functions is None)
+    return text + _made_once(compiled, key, lambda: _lark_calls(functions))
 
 
 def _lark_choice(tool_choice):

@@ -28,16 +28,18 @@ from .text import (
     _in_messages,
     _opened_by_prompt,
     _opener,
+    _setting,
     _skip_space,
     _strip_stop,
     _without_echo,
 )
-from .values import _SchemaTypes
+from .tools import _schema_types
 
 
 def _split_reasoning(text, opened, strict=False, types=None):
     """Reasoning (or None) and the text after it; ``opened``: whether the prompt
-    opened the block (``_opened_by_prompt``). A block left open at the end of
+    opened the block (``_opened_by_prompt``; None: it may have, and the text is
+    reasoning only where the closer comes). A block left open at the end of
     the text is reasoning; an empty one is none. Calls in a block that its closer
     follows are its text (the model wrote about them); where no closer follows,
     the first well-formed calls end it (the model left it open)."""
@@ -46,7 +48,7 @@ def _split_reasoning(text, opened, strict=False, types=None):
         opener = _opener(stripped)
         if opener:
             body = stripped[opener:]
-        elif opened:
+        elif opened or (opened is None and REASONING_END in text):
             body = text
         elif stripped.startswith(REASONING_END):
             # A closer with no opener: an empty block whose opener was elided
@@ -96,9 +98,25 @@ def _read_content(text, strict, opened=False):
     return (body[:end] + rest).strip()
 
 
-def parse(text, *, tools=None, enable_thinking=True, strict=False):
+def _opener_end(text):
+    """Where the content's opener ends, where the text starts with it (else 0): strict
+    reading looks for calls after it, since an opener that begins as a call does is
+    no malformed call (Kimi K3: "<|open|>response<|sep|>" and "<|open|>tools<|sep|>",
+    calls looked for by "<|open|>"). Reading leniently comes to the same."""
+    stripped = text.lstrip()
+    if BARE_CALLS or not CONTENT_WRAPPED or not CONTENT_START:
+        return 0
+    if not stripped.startswith(CONTENT_START):
+        return 0
+    return len(text) - len(stripped) + len(CONTENT_START)
+
+
+def parse(text, *, tools=None, enable_thinking=None, strict=False):
     """Read a model's output into an OpenAI assistant message.
 
+    ``enable_thinking``: True or False as the request set the template's thinking
+    switch; None (a request that set none) reads the output as the template's own
+    default has it (``SPEC["capabilities"]["thinking_switch"]["default"]``).
     Never raises on model output unless ``strict``: what fits no format is content,
     and text after the calls is kept as content too.
     """
@@ -113,7 +131,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         # to the template's: strict reading too)
         text = _in_messages(text)
     rest = _strip_stop(text, once=strict)
-    types = _SchemaTypes(tools if HAS_CALLS and TYPED_VALUES else None)
+    types = _schema_types(tools if HAS_CALLS and TYPED_VALUES else None)
     reasoning = None
     if HAS_REASONING:
         opened = _opened_by_prompt(tools, enable_thinking)
@@ -125,7 +143,11 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             # the section's opener, written before the content inside the section
             rest = rest.lstrip()[len(SECTION_BEFORE_CONTENT) :]
         whole = rest
-        rest, tool_calls, after = _find_calls(whole, types, strict, _past_broken)
+        skip = _opener_end(whole) if strict else 0
+        before, tool_calls, after = _find_calls(
+            whole[skip:], types, strict, _past_broken
+        )
+        rest = whole[:skip] + before
         if tool_calls:
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
@@ -137,7 +159,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
             if strict and not (CONTENT_AFTER_CALLS and _SEEK not in piece):
                 raise ValueError("text after the tool calls: %r" % piece[:40])
     if CONTENT_WRAPPED:
-        content = _read_content(rest, strict, CONTENT_OPENED[bool(enable_thinking)])
+        content = _read_content(rest, strict, CONTENT_OPENED[_setting(enable_thinking)])
     else:
         content = rest.strip()
     if pieces:
@@ -148,7 +170,7 @@ def parse(text, *, tools=None, enable_thinking=True, strict=False):
         content = "".join(parts)
     return {
         "role": "assistant",
-        "content": content,
+        "content": content or None,  # OpenAI's null where there is none
         "reasoning_content": reasoning,
         "tool_calls": tool_calls,
     }

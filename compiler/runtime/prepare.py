@@ -49,7 +49,8 @@ from .format import (
     SECTION_START,
     VALUE_SUFFIX_NAMES_KEY,
 )
-from .values import _check_tools, _shown
+from .tools import _tools_given
+from .values import _shown
 
 
 def prepare_messages(
@@ -77,7 +78,7 @@ def prepare_messages(
     ``tool_calls`` (past calls written as text), ``call_ids`` (ids the template
     refuses replaced by ones it takes)."""
     messages = _messages_list(messages)
-    _check_tools(tools)
+    tools, _ = _tools_given(tools)
     prepared: list = []
     if PREPARE_TOOL_RESULTS and tool_results:
         names = _call_names(messages)

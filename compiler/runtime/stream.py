@@ -114,6 +114,7 @@ from .text import (
     _opener,
     _partial_at,
     _seek,
+    _setting,
     _settled,
     _short_of_break,
     _STOP_REACH,
@@ -125,6 +126,7 @@ from .text import (
     _undecided,
     _word_end,
 )
+from .tools import _schema_types
 from .values import (
     _ENCODE_STRING,
     _JSON_SPACE,
@@ -137,7 +139,6 @@ from .values import (
     _own_typed,
     _OwnEnd,
     _python_string,
-    _SchemaTypes,
     _typed,
     _ValueEnd,
 )
@@ -410,9 +411,9 @@ class StreamParser:
     abandoned calls left out always merge into ``parse(whole_text)``.
     """
 
-    def __init__(self, *, tools=None, enable_thinking=True):
+    def __init__(self, *, tools=None, enable_thinking=None):
         # Whether the prompt opened the reasoning block (a template may open it only
-        # where no tools are given).
+        # where no tools are given); None: it may have (``parse``).
         self._prompt_opened = (
             _opened_by_prompt(tools, enable_thinking) if HAS_REASONING else False
         )
@@ -426,12 +427,12 @@ class StreamParser:
         self._backlog = []
         # Whether the prompt wrote the content's opener: its closer ends the content.
         self._content_opened = (
-            CONTENT_OPENED[bool(enable_thinking)] if CONTENT_WRAPPED else False
+            CONTENT_OPENED[_setting(enable_thinking)] if CONTENT_WRAPPED else False
         )
         # What closes the content: its closer, or that of the other opener real
         # outputs write (CONTENT_STARTS), once the content opens with it.
         self._content_end = CONTENT_END
-        self._types = _SchemaTypes(tools if TYPED_VALUES else None)
+        self._types = _schema_types(tools if TYPED_VALUES else None)
         self._pending = ""  # text read but not yet settled
         # An end-of-turn marker (and whitespace) that ends the text so far: kept
         # from the reader, since parse strips it before reading when it ends the
@@ -677,24 +678,21 @@ class StreamParser:
             opener = _opener(head)
             if opener:
                 self._pending = head[opener:]
+            elif head.startswith(REASONING_END) and not self._prompt_opened:
+                # A closer with no opener: an empty block whose opener was elided.
+                self._pending = head[len(REASONING_END) :]
+                return False
+            elif self._prompt_opened is None:
+                # The prompt may have opened the block (an undecided default): the
+                # text is reasoning only if the closer comes.
+                if not (yield from self._closer_comes()):
+                    return False  # an answer
             elif not self._prompt_opened:
-                if head.startswith(REASONING_END):
-                    # A closer with no opener: an empty block whose opener was elided.
-                    self._pending = head[len(REASONING_END) :]
                 return False
         elif not self._prompt_opened:
             # No marker opens the block, and the history writes answers without the
-            # delimiter: the text is reasoning only if the delimiter comes. It waits
-            # in _maybe_reasoning (the pending text is copied with every chunk), but for
-            # as much as may still be the delimiter or an end-of-turn marker.
-            margin = max(len(REASONING_END), _STOP_REACH)
-            while not self._eof and REASONING_END not in self._pending:
-                cut = max(0, len(self._pending) - margin)
-                self._maybe_reasoning.append(self._pending[:cut])
-                self._pending = self._pending[cut:]
-                yield
-            self._pending = self._rejoined(self._maybe_reasoning)
-            if REASONING_END not in self._pending:
+            # delimiter: the text is reasoning only if the delimiter comes.
+            if not (yield from self._closer_comes()):
                 return False  # an answer
         run = self._text_run("reasoning_content", _REASONING_STOPS)
         search = 0  # a trigger is looked for from here on
@@ -737,6 +735,24 @@ class StreamParser:
             self._run = None if search else run
             yield
             self._run = None
+
+    def _closer_comes(self):
+        """Whether the reasoning's closer comes before the output ends, where nothing
+        opened the block. The text waits in _maybe_reasoning until then (the pending
+        text is copied with every chunk), but for as much as may still be the closer
+        or an end-of-turn marker; where no closer comes, the rest comes again a piece
+        at a time (``_requeue``)."""
+        margin = max(len(REASONING_END), _STOP_REACH)
+        while not self._eof and REASONING_END not in self._pending:
+            cut = max(0, len(self._pending) - margin)
+            self._maybe_reasoning.append(self._pending[:cut])
+            self._pending = self._pending[cut:]
+            yield
+        self._pending = self._rejoined(self._maybe_reasoning)
+        if REASONING_END in self._pending:
+            return True
+        self._requeue()
+        return False
 
     def _closer_follows(self):
         """Whether the reasoning's closer comes before the output ends, the text from

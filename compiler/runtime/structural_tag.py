@@ -7,20 +7,18 @@ code: the only syntaxes built here are xgrammar's JSON and JSON Schema.
 
 from __future__ import annotations
 
+import copy
+
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT, GBNF_TOOLS
 from .grammar import _require, _tool_choice
 from .schema_gbnf import _Arguments, _rules, _written
-from .values import (
-    _check_tools,
-    _resolved,
-    _schema_kinds,
-    _self_contained,
-    _sorted_keys,
-)
+from .text import _setting
+from .tools import _tools_given
+from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
 
 
 def structural_tag(
-    tools, *, tool_choice="auto", parallel_tool_calls=True, enable_thinking=True
+    tools=None, *, enable_thinking=None, tool_choice="auto", parallel_tool_calls=True
 ):
     """An xgrammar structural tag (``{"type": "structural_tag", "format": …}``, JSON
     ready) accepting the outputs ``parse`` reads as well-formed, calls limited to the
@@ -28,11 +26,16 @@ def structural_tag(
     by each function's JSON schema. ``tool_choice``: ``"auto"``, ``"none"`` (no
     call), ``"required"`` (at least one call) or ``{"type": "function", "function":
     {"name": …}}`` (calls to that function only, at least one);
-    ``parallel_tool_calls=False``: at most one call."""
+    ``parallel_tool_calls=False``: at most one call. A structural tag names each
+    function it lets the model call, so without ``tools`` (None or []) it admits no
+    call. ``enable_thinking`` as ``parse`` takes it (None: the template's default)."""
     _require("structural_tag")
-    _check_tools(tools)
+    tools, compiled = _tools_given(tools)
     calls = _STRUCTURAL_TAG["calls"]
     functions = _functions(tools)
+    if compiled is not None:
+        # The tag holds the schemas: copies, so that it may be changed freely.
+        functions = copy.deepcopy(functions)
     choice, wanted = _tool_choice(tool_choice)
     if wanted is not None:
         functions = [f for f in functions if f[0] == wanted]
@@ -50,7 +53,10 @@ def structural_tag(
         for opener in calls["content_openers"]:
             # The trigger inside the content's opener opens no call.
             body = _one_of([_sequence([_SPACE, _const(opener), body]), body])
-    reasoning = _STRUCTURAL_TAG["reasoning"]["on" if enable_thinking else "off"]
+    setting = _setting(enable_thinking)
+    reasoning = _STRUCTURAL_TAG["reasoning"][
+        "default" if setting is None else ("on" if setting else "off")
+    ]
     if reasoning is not None:
         body = _with_reasoning(reasoning, body, required)
     return {"type": "structural_tag", "format": body}
@@ -117,7 +123,8 @@ def _with_reasoning(reasoning, body, required):
         closed.append(
             _sequence([_SPACE, _one_of([_tag(s, _any(), end) for s in starts])])
         )
-    if opened or not starts:
+    # (a prompt that may have opened the block: a closer with no opener ends it)
+    if opened or reasoning.get("maybe") or not starts:
         closed.append(_tag("", _any(), end))
     closed = _one_of(closed)
     options = [_sequence([closed, body])]

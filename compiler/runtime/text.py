@@ -656,12 +656,20 @@ _CONTENT_OPENERS = tuple(start for start, _ in CONTENT_STARTS) or (CONTENT_START
 _CONTENT_CLOSERS = tuple(end for _, end in CONTENT_STARTS if end and end != CONTENT_END)
 
 
+def _setting(enable_thinking):
+    """The key of a thinking setting in the format's tables: True, False, or None for
+    a request that gave none (the template's default)."""
+    return None if enable_thinking is None else bool(enable_thinking)
+
+
 def _opened_by_prompt(tools, enable_thinking):
     """Whether the prompt that the output follows opened the reasoning block (a
-    template may open it only where no tools are given)."""
+    template may open it only where no tools are given); None where it may have or
+    not (a request that gave no switch, to a template whose default is undecided):
+    then the block is read where its closer comes, and not where none does."""
     if TOOLS_CHANGE_OPENING and tools:
-        return OPENED_WITH_TOOLS[bool(enable_thinking)]
-    return OPENED_BY_PROMPT[bool(enable_thinking)]
+        return OPENED_WITH_TOOLS[_setting(enable_thinking)]
+    return OPENED_BY_PROMPT[_setting(enable_thinking)]
 
 
 def _opener(text):

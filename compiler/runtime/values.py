@@ -1180,8 +1180,10 @@ def _wrong_keyword(schema):
         if found is not None and not isinstance(found, list):
             return "'%s' is %s, not a list" % (key, _shown(found))
     for key in ("enum", "const"):
+        if key not in schema:
+            continue  # (json.dumps sets up an encoder per call: most of a check's cost)
         try:
-            json.dumps(schema.get(key), allow_nan=False)
+            json.dumps(schema[key], allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return "'%s' holds no JSON value" % key
     for key in _SCHEMA_MAPS:

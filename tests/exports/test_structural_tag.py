@@ -124,6 +124,44 @@ def test_an_object_argument_takes_json_not_text(slug):
     assert not accepts(tag, case.text.replace(OPTIONS, "<timeout>30</timeout>"))
 
 
+UNDECIDED = [
+    slug
+    for slug in SLUGS
+    if (rt.load_spec(slug)["capabilities"].get("thinking_switch") or {}).get("default")
+    == "undecided"
+]
+
+
+@pytest.mark.parametrize("slug", UNDECIDED)
+def test_an_undecided_default_s_tag_admits_both_readings(slug):
+    """A request that gives no thinking switch, to a template whose default is
+    undecided: every round-trip text rendered with the switch undefined that parse,
+    with enable_thinking left out, reads as well-formed, and that the tag of thinking
+    on or of thinking off accepts, the tag made with enable_thinking left out accepts
+    too (a decided default's tag is that setting's: tests/test_default_thinking.py)."""
+    missed, checked = [], 0
+    module = rt.module(slug)
+    end = module.SPEC["reasoning"]["end"]
+    for kind in rt.UNSWITCHED_KINDS:
+        case = rt.make_case(slug, kind)
+        if (slug, kind.name) in KNOWN_FAILURES or case is None or not rt.check(case)[0]:
+            continue
+        tools = case.tools or ALL_TOOLS
+        # as rendered, and with reasoning the prompt may have opened before it
+        for text in (case.text, "Six sevens." + end + case.text):
+            try:
+                module.parse(text, tools=case.tools, strict=True)
+            except ValueError:
+                continue
+            if not any(accepts(_tag(slug, tools, enable_thinking=on), text) for on in (True, False)):
+                continue
+            checked += 1
+            if not accepts(_tag(slug, tools), text):
+                missed.append((kind.name, text))
+    assert checked, "no well-formed round-trip text"
+    assert not missed, missed
+
+
 # --- rejection ------------------------------------------------------------------------
 
 

@@ -426,6 +426,12 @@ def decode_header_ended(text, thinking):
     return None, rest, calls
 
 
+def decode_voice(text, thinking):
+    rest, calls = _cut(r"\n?<\|act\|>(.*?)<\|/act\|>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
 def decode_closing_rules(text, thinking):
     rest, calls = _cut(r"\nACT (\[.*\])", text, lambda m: [
         (None, c["tool"], c["input"]) for c in json.loads(m[1])])
@@ -444,6 +450,56 @@ def decode_mull_reply(text, thinking):
     return reasoning, rest.removeprefix("回答："), calls
 
 
+def decode_reverie(text, thinking):
+    reasoning = None
+    inside = thinking  # thinking on: the prompt opened the block
+    if not thinking and text.startswith("<reverie>\n"):
+        text, inside = text[len("<reverie>\n"):], True
+    if inside:
+        reasoning, _, text = text.partition("\n</reverie>\n")
+    rest, calls = _cut(r"<act>(.*?)</act>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_weigh(text, thinking):
+    # rendered without skip_reasoning, the prompt opens the block
+    reasoning, _, text = text.partition("\n</weigh>\n")
+    rest, calls = _cut(r"<invoke>(.*?)</invoke>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_jot(text, thinking):
+    # the prompt opens the block; rendered not for training, the turn's is empty
+    reasoning, _, text = text.partition("\n</jot>\n")
+    assert not reasoning, reasoning
+    rest, calls = _cut(r"<fn_call>(.*?)</fn_call>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return None, rest, calls
+
+
+def decode_mull(text, thinking):
+    reasoning = None  # thinking off: the prompt closed an empty block
+    if thinking:  # thinking on: the prompt opened it
+        reasoning, _, text = text.partition("\n</mull>\n\n")
+    rest, calls = _cut(r"<tool>(.*?)</tool>", text, lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning or None, rest, calls
+
+
+def decode_role_sep(text, thinking):
+    # rendered with neither switch: the prompt stops at the role, the turn names it
+    reasoning = None
+    if text.startswith("/think<|role_sep|>"):
+        reasoning, _, text = text[len("/think<|role_sep|>"):].partition(
+            "<|turn_end|>\n<|turn|>assistant")
+    assert text.startswith("<|role_sep|>"), text
+    rest, calls = _cut(r"<call>(.*?)</call>", text[len("<|role_sep|>"):], lambda m: [
+        (None, json.loads(m[1])["name"], json.loads(m[1])["arguments"])])
+    return reasoning, rest, calls
+
+
 @dataclass(frozen=True)
 class Format:
     end_of_turn: str | tuple[str, ...]  # (a turn that ends otherwise with calls)
@@ -458,6 +514,7 @@ class Format:
     # generation prompt (Command R+'s closing system turn): the prompt is then no
     # beginning of the conversation with the assistant's turn.
     closing_turn: str = ""
+    user_text: bool = True  # False: a user's turn is written without its text
 
 
 FORMATS = {
@@ -492,6 +549,12 @@ FORMATS = {
     "header_ended": Format("", decode_header_ended),
     "closing_rules": Format("<|done|>", decode_closing_rules, closing_turn="<|turn|><|rules|>"),
     "mull_reply": Format("<|over|>", decode_mull_reply, reasoning=True),
+    "voice_listener": Format("<|hush|>", decode_voice, user_text=False),
+    "reverie_off_default": Format("<|over|>", decode_reverie, reasoning=True),
+    "skip_weighing": Format("<|yield|>", decode_weigh, reasoning=True),
+    "jot_training": Format("<|fin_turn|>", decode_jot),
+    "mull_undecided": Format("<|halt|>", decode_mull, reasoning=True, toggle=True),
+    "role_sep_think": Format("<|turn_end|>", decode_role_sep, reasoning=True),
 }
 
 
@@ -575,7 +638,11 @@ def test_prompt_has_system_tools_results_and_generation_prompt(path):
     prompt = template.render(history(), tools=TOOLS, add_generation_prompt=True)
     generation = prompt[len(without):]
     assert prompt.startswith(without) and generation.strip(), "no generation prompt"
-    assert SYSTEM in without and USER + (fmt.message_end or fmt.end_of_turn) in without
+    assert SYSTEM in without
+    if fmt.user_text:
+        assert USER + (fmt.message_end or fmt.end_of_turn) in without
+    else:
+        assert USER not in without
     for tool in TOOLS:  # the definitions, not just the names
         for word in (tool["function"]["name"], tool["function"]["description"], *TYPES[
                 tool["function"]["name"]]):

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import jsonschema
 
+from compiler.model import thinking_switch
 from tests import roundtrip as rt
 from tests.fallback_outputs import format_of
 from tests.live import reading
@@ -112,7 +113,13 @@ def prompt_for(slug: str, loaded: Loaded) -> Prompt:
     literal = [t for t in module.TRIGGERS if t["type"] in (0, 1)]
     if literal:
         trigger = literal[0]["value"]
-    switch = spec["capabilities"].get("thinking_switch")
+    # Thinking off as a request says it: enable_thinking, and the template's own
+    # switch's values for off where it has one (a request that gives none gets the
+    # template's default, which may be on).
+    switch = thinking_switch(spec["capabilities"].get("thinking_switch"))
+    kwargs = {"enable_thinking": ENABLE_THINKING}
+    if switch is not None:
+        kwargs.update(switch.setting(ENABLE_THINKING))
     tokenizer = loaded.tokenizer
     return Prompt(
         messages,
@@ -122,7 +129,7 @@ def prompt_for(slug: str, loaded: Loaded) -> Prompt:
         trigger,
         _ids(tokenizer, lead),
         _ids(tokenizer, trigger),
-        {(switch or {}).get("variable", "enable_thinking"): ENABLE_THINKING},
+        kwargs,
     )
 
 
@@ -191,13 +198,13 @@ def grammar_for(
     )
     make: Callable[[], Matcher]
     if export == "calls":
-        text = module.tool_call_grammar(tools=TOOLS, parallel_tool_calls=False)
+        text = module.tool_call_grammar(TOOLS, parallel_tool_calls=False)
         make = lambda: grammars.gbnf(text, "tool_call_grammar")  # noqa: E731
     elif export == "gbnf":
-        text = module.grammar(tools=TOOLS, **settings)
+        text = module.grammar(TOOLS, **settings)
         make = lambda: grammars.gbnf(text, "gbnf")  # noqa: E731
     elif export == "lark":
-        text = module.lark_grammar(tools=TOOLS, **settings)
+        text = module.lark_grammar(TOOLS, **settings)
         make = lambda: grammars.lark(text, "lark")  # noqa: E731
     else:
         tag = module.structural_tag(TOOLS, **settings)

@@ -66,7 +66,7 @@ def _commit() -> str:
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=10,
+            timeout=60,  # a hang guard only
             check=False,
         )
     except OSError:

@@ -6,7 +6,8 @@ generated module of every slug its file maps to, and sums the figures:
 
 - ``parse(output, tools=..., enable_thinking=...)`` compared with vLLM's expected
   message (only the fields vLLM's test asserts: content and reasoning with the
-  surrounding whitespace stripped and ``None`` equal to ``""``; tool calls by name and
+  surrounding whitespace stripped, content ``None`` where vLLM expects none (``None``,
+  or ``""`` joined from a stream) and reasoning ``None`` equal to ``""``; tool calls by name and
   by arguments read as JSON values; ids only where vLLM gives one and the template
   writes ids);
 - the module's ``StreamParser`` over the output in chunks of 1 and of 7 characters,
@@ -128,6 +129,15 @@ def _text(value) -> str:
     return (value or "").strip()
 
 
+def _content_differs(ours, theirs) -> bool:
+    """Content compared as a message holds it: None where there is none. vLLM's
+    streaming tests expect the content deltas joined, so their "" is none too."""
+    theirs = theirs or None
+    if ours is None or theirs is None:
+        return ours is not theirs
+    return ours.strip() != theirs.strip()
+
+
 def _writes_ids(slug: str) -> bool:
     tools = module(slug).SPEC.get("tools") or {}
     parts = (tools.get("call") or {}).get("parts") or []
@@ -139,7 +149,7 @@ def _writes_ids(slug: str) -> bool:
 def differs(case: Case, message: dict) -> str | None:
     """How ``message`` differs from what vLLM expects (None when it does not)."""
     expected = case.expected
-    if "content" in expected and _text(message["content"]) != _text(expected["content"]):
+    if "content" in expected and _content_differs(message["content"], expected["content"]):
         return f"content {message['content']!r} != {expected['content']!r}"
     if "reasoning" in expected and _text(message["reasoning_content"]) != _text(
         expected["reasoning"]

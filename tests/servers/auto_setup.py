@@ -244,7 +244,7 @@ def invented_cases() -> list[tuple[str, dict]]:
 def as_sent(message: dict) -> dict:
     """A message as the servers' tests merge what a server sent."""
     return {
-        "content": message.get("content") or "",
+        "content": message.get("content") or None,  # none is None, as OpenAI sends it
         "reasoning": message.get("reasoning_content"),
         "calls": [
             [call["function"]["name"], call["function"]["arguments"]]

@@ -120,8 +120,8 @@ def messages(slug: str, name: str) -> list:
     found = []
     for case in per_model._cases(slug):
         named = dataclasses.replace(case, slug=name)
-        found.append(per_model.Server(named).whole(case.text))
-        found += [per_model.Server(named).stream(chunks) for chunks in pieces(case.text)]
+        found.append(per_model.Server(named, spec=slug).whole(case.text))
+        found += [per_model.Server(named, spec=slug).stream(chunks) for chunks in pieces(case.text)]
     return found
 
 
@@ -209,7 +209,7 @@ def test_an_invented_template_is_analysed_and_served(env, capfd):
         got += [per_model.Server(case).stream(chunks) for chunks in pieces(text)]
         for sent in got:
             sent = {
-                "content": sent["content"],
+                "content": sent["content"] or None,  # SGLang's normal_text: "" for none
                 "reasoning": sent["reasoning"] or None,
                 "calls": [[n, json.dumps(a)] for n, a in sent["calls"]],
             }

@@ -10,9 +10,11 @@ parser first, its normal text handed to the tool parser (a whole output:
 increment, and ``parse_stream_end`` with the last one).
 
 For every format with tool calls or reasoning, every round-trip text
-(tests/roundtrip.py) the template can express, read with the case's tools and
-thinking setting, must give what the generated module's ``parse`` reads from it
-(content, reasoning, each call's name and arguments as JSON values):
+(tests/roundtrip.py) the template can express, read with the case's tools and the
+``force_reasoning`` SGLang's own serving code works out for a request with the case's
+thinking setting (none, for the cases rendered with the switch undefined), must give
+what the generated module's ``parse`` reads from it with the setting the plugin can
+know from that (content, reasoning, each call's name and arguments as JSON values):
 
 - as one increment, and as the whole output (``parse_non_stream``);
 - one character per increment;
@@ -39,17 +41,17 @@ import pytest
 
 from tests import roundtrip as rt
 from tests.servers.build_plugin import plugin_text
+from tests.test_roundtrip import KNOWN_FAILURES
 
 fcp = pytest.importorskip("sglang.srt.function_call.function_call_parser")
 reasoning_parser = pytest.importorskip("sglang.srt.parser.reasoning_parser")
 protocol = pytest.importorskip("sglang.srt.entrypoints.openai.protocol")
 
-KINDS = {kind.name: kind for kind in rt.ALL_KINDS}
 
 
 @functools.cache
-def _expected_cached(slug: str, kind_name: str) -> dict:
-    return _expected(rt.make_case(slug, KINDS[kind_name]))
+def _expected_cached(slug: str, kind: rt.Kind) -> dict:
+    return _expected(rt.make_case(slug, kind))
 
 
 @functools.cache
@@ -89,11 +91,71 @@ def _has_reasoning(slug: str) -> bool:
 SLUGS = [slug for slug in rt.slugs() if plugin(slug) is not None]
 
 
-def _cases(slug: str):
-    for kind in rt.ALL_KINDS:
+def _cases(slug: str, kinds=rt.ALL_KINDS):
+    for kind in kinds:
         case = rt.make_case(slug, kind)
         if case is not None:
             yield case
+
+
+def _switch(slug: str) -> dict | None:
+    """The corpus spec's thinking switch (None: none, or a name that is no corpus
+    slug: the auto plugins' tests serve invented templates under names of their own)."""
+    if not (Path(rt.SPECS) / f"{slug}.yaml").exists():
+        return None
+    return rt.load_spec(slug)["capabilities"].get("thinking_switch")
+
+
+def _template_kwargs(case, spec: str) -> dict | None:
+    """The request's chat-template arguments: the template's switch (``spec``'s) set
+    as the case's setting says, under its own names and values (``enable_thinking``
+    where it has no switch); None for a case rendered with the switch undefined."""
+    thinking = case.kind.enable_thinking
+    if thinking is None:
+        return None
+    switch = _switch(spec)
+    if switch is None:
+        return {"enable_thinking": thinking}
+    key = "thinking_on" if thinking else "thinking_off"
+    return {name: values[key] for name, values in switch["variables"].items() if key in values}
+
+
+def _force_reasoning(case, spec: str) -> bool:
+    """What SGLang 0.5.23 hands the reasoning detector for the case's request, for a
+    template it keeps no reasoning config of its own for: its serving_chat reads the
+    detector's ``reasoning_default`` (``_get_reasoning_from_request``; its module
+    cannot be imported here, it needs the model runtime) — "always": on; "thinking" or
+    "enable_thinking": on unless the request sets that false; "explicit_thinking" or
+    "explicit_enable_thinking": off unless it sets it true."""
+    mode = reasoning_parser.ReasoningParser(case.slug).detector.reasoning_default
+    given = _template_kwargs(case, spec)
+    if mode == "always":
+        return True
+    if mode in ("thinking", "enable_thinking"):
+        return not given or given.get(mode) is not False
+    if mode in ("explicit_thinking", "explicit_enable_thinking"):
+        return given is not None and given.get(mode.removeprefix("explicit_")) is True
+    return False
+
+
+def _read_with(case) -> bool | None:
+    """The thinking setting the plugin can know the case's request had
+    (docs/serving.md): SGLang reads a request's setting under enable_thinking or
+    thinking only; where the template's switch is one of those (pointing the usual
+    way), a request that sets it reads as it says, except that where the template
+    is off by default or undecided, false is read as the default (SGLang says false
+    for a request that set nothing too). Otherwise: the template's default."""
+    switch = _switch(case.slug)
+    thinking = case.kind.enable_thinking
+    if switch is None or thinking is None:
+        return None
+    readable = any(
+        switch["variables"].get(name, {}).get("thinking_on") is True
+        for name in ("enable_thinking", "thinking")
+    )
+    if not readable or (thinking is False and switch["default"] != "thinking_on"):
+        return None
+    return thinking
 
 
 def _tools(case) -> list:
@@ -101,12 +163,13 @@ def _tools(case) -> list:
 
 
 def _expected(case) -> dict:
-    """What the generated module reads from the case's text."""
+    """What the generated module reads from the case's text, with the thinking
+    setting the plugin can know (``_read_with``)."""
     message = rt.module(case.slug).parse(
-        case.text, tools=case.tools, enable_thinking=case.kind.enable_thinking
+        case.text, tools=case.tools, enable_thinking=_read_with(case)
     )
     return {
-        "content": message["content"],
+        "content": message["content"] or "",  # SGLang's normal_text: "" where there is none
         "reasoning": message["reasoning_content"] or "",
         "calls": [
             (call["function"]["name"], json.loads(call["function"]["arguments"]))
@@ -130,7 +193,9 @@ def _same(got: dict, want: dict) -> bool:
 class Server:
     """One choice of one request, read as SGLang's serving_chat reads it."""
 
-    def __init__(self, case, *, tool_parser: bool = True) -> None:
+    def __init__(self, case, *, tool_parser: bool = True, spec: str | None = None) -> None:
+        """``spec``: the slug of the spec the request's template is (the case's slug,
+        unless the detectors are registered under another name)."""
         slug = case.slug
         self.tools = _tools(case)
         self.tool_parser = tool_parser and _has_calls(slug)
@@ -139,7 +204,7 @@ class Server:
             self.reasoning = reasoning_parser.ReasoningParser(
                 slug,
                 stream_reasoning=True,
-                force_reasoning=case.kind.enable_thinking,
+                force_reasoning=_force_reasoning(case, spec or slug),
                 tool_call_parser_active=self.tool_parser,
             )
         self.calls = fcp.FunctionCallParser(self.tools, slug) if self.tool_parser else None
@@ -207,7 +272,7 @@ def _cut_points(text: str) -> list[int]:
 
 
 def _check(case, got: dict, how: str, failures: list) -> None:
-    want = _expected_cached(case.slug, case.kind.name)
+    want = _expected_cached(case.slug, case.kind)
     if not _same(got, want):
         failures.append((case.kind.name, how, got, want))
 
@@ -240,6 +305,26 @@ def test_two_increments_at_every_point(slug):
         for cut in _cut_points(case.text):
             pieces = [case.text[:cut], case.text[cut:]]
             _check(case, Server(case).stream(pieces), f"cut at {cut}", failures)
+    assert not failures, failures[:3]
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_request_without_chat_template_kwargs_reads_as_the_template_s_default(slug):
+    """A request that gives no chat-template arguments, its prompt rendered with the
+    switch undefined: SGLang's force_reasoning for it, read back by the plugin, gives
+    parse's default reading (the template's), whole, as one increment and one
+    character per increment; and that reading is the message the template rendered."""
+    failures: list = []
+    checked = 0
+    for case in _cases(slug, rt.UNSWITCHED_KINDS):
+        checked += 1
+        _check(case, Server(case).whole(case.text), "whole", failures)
+        _check(case, Server(case).stream([case.text]), "one increment", failures)
+        _check(case, Server(case).stream(list(case.text)), "by character", failures)
+        if not rt.check(case)[0] and (slug, case.kind.name) not in KNOWN_FAILURES:
+            failures.append((case.kind.name, "the round trip"))
+    if not checked:
+        pytest.skip("no round-trip text")
     assert not failures, failures[:3]
 
 
@@ -306,6 +391,26 @@ def test_structural_tag_is_the_modules(choice):
     assert tag.model_dump(by_alias=True) == rt.module(slug).structural_tag(
         tools, tool_choice=wanted, enable_thinking=False
     )
+
+
+def test_the_tools_are_compiled_once_per_request(monkeypatch):
+    """One request's stream, whole-output reading and structural tag all take one
+    compiled value: compile_tools runs once."""
+    slug = "qwen_qwen3_0_6b"
+    case = rt.make_case(slug, rt.TOOL_KINDS[0])
+    assert case is not None
+    fmt = plugin(slug).fmt
+    compiled: list = []
+    compile_tools = fmt.compile_tools
+    monkeypatch.setattr(
+        fmt, "compile_tools", lambda tools: compiled.append(tools) or compile_tools(tools)
+    )
+    server = Server(case)
+    assert _same(server.stream(list(case.text)), _expected(case))
+    assert _same(server.whole(case.text), _expected(case))
+    kind, _ = server.calls.get_structure_constraint("required", thinking_mode=False)
+    assert kind == "structural_tag"
+    assert len(compiled) == 1
 
 
 def _imports(source: str) -> set[str]:

@@ -103,14 +103,22 @@ def plugin_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("plugins"))
 
 
-def template_kwargs(case) -> dict:
+def template_kwargs(case) -> dict | None:
     """The chat-template arguments the case's prompt was rendered with: the
-    template's own thinking switch where it has one (Kimi K3's ``thinking``; such a
-    template ignores ``enable_thinking``), else ``enable_thinking``."""
+    template's thinking switch set as the case's setting says, under its own names and
+    values (Kimi K3's ``thinking``; such a template ignores ``enable_thinking``), else
+    ``enable_thinking``; None for a case rendered with the switch left undefined (a
+    request without chat-template arguments)."""
+    thinking = case.kind.enable_thinking
+    if thinking is None:
+        return None
     switch = None
     if (ROOT / "specs" / f"{case.slug}.yaml").exists():  # (else an invented template's)
         switch = fmt_of(case.slug).spec["capabilities"].get("thinking_switch")
-    return {(switch or {}).get("variable", "enable_thinking"): case.kind.enable_thinking}
+    if switch is None:
+        return {"enable_thinking": thinking}
+    key = "thinking_on" if thinking else "thinking_off"
+    return {name: values[key] for name, values in switch["variables"].items() if key in values}
 
 
 def request_for(case) -> ChatCompletionRequest:
@@ -123,9 +131,10 @@ def request_for(case) -> ChatCompletionRequest:
     )
 
 
-def new_parser(cls, case):
-    # The tokenizer is not read while parsing text: none is loaded.
-    return cls(None, request_for(case).tools, chat_template_kwargs=template_kwargs(case))
+def new_parser(cls, case, tokenizer=None):
+    # The tokenizer is not read while parsing text: none is loaded (but where the
+    # prompt is handed over: PromptTokenizer).
+    return cls(tokenizer, request_for(case).tools, chat_template_kwargs=template_kwargs(case))
 
 
 def cut_points(text: str) -> list[int]:
@@ -135,16 +144,30 @@ def cut_points(text: str) -> list[int]:
     return sorted({round(step * k) for k in range(1, SPREAD_POINTS + 1)} - {0, len(text)})
 
 
-def streamed(cls, case, request, chunks: list[str]) -> dict:
-    """The message a client merges from the deltas vLLM streams for ``chunks``."""
-    parser = new_parser(cls, case)
+class PromptTokenizer:
+    """A tokenizer whose token ids are characters' code points: enough for the plugin
+    to decode the prompt vLLM hands its reasoning parser."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(map(chr, ids))
+
+    @staticmethod
+    def encode(text: str) -> list[int]:
+        return [ord(char) for char in text]
+
+
+def streamed(cls, case, request, chunks: list[str], prompt: str | None = None) -> dict:
+    """The message a client merges from the deltas vLLM streams for ``chunks`` (with
+    ``prompt``, the rendered prompt vLLM hands the parser with the first chunk)."""
+    parser = new_parser(cls, case, PromptTokenizer() if prompt is not None else None)
     processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=cls)
+    prompt_ids = PromptTokenizer.encode(prompt) if prompt is not None else []
     content: list = []
     reasoning: list = []
     calls: dict = {}
     for number, chunk in enumerate(chunks):
         last = number == len(chunks) - 1
-        step = processor.step(chunk, [1], "stop" if last else None, [] if number == 0 else None)
+        step = processor.step(chunk, [1], "stop" if last else None, prompt_ids if number == 0 else None)
         delta = step.delta
         if delta is None:
             continue
@@ -165,18 +188,19 @@ def streamed(cls, case, request, chunks: list[str]) -> dict:
         for index in reader.parser.abandoned if reader is not None else ():
             calls.pop(index, None)
     return {
-        "content": "".join(content),
+        "content": "".join(content) or None,  # merged deltas with no content text: None
         "reasoning": "".join(reasoning) or None,
         "calls": [calls[index] for index in sorted(calls)],
     }
 
 
 def expected(slug: str, case) -> dict:
-    message = rt.module(slug).parse(
-        case.text, tools=case.tools, enable_thinking=case.kind.enable_thinking
-    )
+    return as_compared(rt.parse(case))  # (a case without the setting: parse's default)
+
+
+def as_compared(message: dict) -> dict:
     return {
-        "content": message["content"] or "",
+        "content": message["content"],
         "reasoning": message["reasoning_content"] or None,
         "calls": [
             [call["function"]["name"], call["function"]["arguments"]]
@@ -200,14 +224,15 @@ def same(got: dict, want: dict) -> bool:
     return True
 
 
-def one_shot(cls, case, request) -> dict:
-    reasoning, content, calls = new_parser(cls, case).parse(
-        case.text, request, enable_auto_tools=True
-    )
+def one_shot(cls, case, request, prompt: str | None = None) -> dict:
+    parser = new_parser(cls, case, PromptTokenizer() if prompt is not None else None)
+    if prompt is not None:  # as vLLM's chat endpoint does before it reads the output
+        parser.set_prompt_token_ids(PromptTokenizer.encode(prompt))
+    reasoning, content, calls = parser.parse(case.text, request, enable_auto_tools=True)
     for call in calls or ():
         assert call.id, "a call without an id"
     return {
-        "content": content or "",
+        "content": content,  # None where there is none, as vLLM returns it
         "reasoning": reasoning or None,
         "calls": [[call.name, call.arguments] for call in calls or ()],
     }
@@ -282,6 +307,75 @@ def test_the_tool_parser_alone_streams_the_same_message(slug, plugin_dir):
     assert not failures, failures[:5]
 
 
+def unswitched_cases(slug: str) -> list:
+    found = [rt.make_case(slug, kind) for kind in rt.UNSWITCHED_KINDS]
+    return [case for case in found if case is not None]
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_request_without_chat_template_kwargs_reads_as_the_template_s_default(
+    slug, plugin_dir
+):
+    """A request that gives no chat-template arguments, its prompt rendered with the
+    switch undefined: the plugin reads as parse's default (the template's), streamed
+    and whole; and where vLLM hands over the rendered prompt, the message is the
+    one the template rendered (the round trip)."""
+    cls = parser_class(slug, plugin_dir)
+    found = unswitched_cases(slug)
+    if not found:
+        pytest.skip("no round-trip text")
+    failures = []
+    for case in found:
+        request = request_for(case)
+        assert request.chat_template_kwargs is None
+        want = expected(slug, case)
+        for how, chunks in splits(case.text)[:2]:
+            got = streamed(cls, case, request, chunks)
+            if not same(got, want):
+                failures.append((case.kind.name, how, got, want))
+        got = one_shot(cls, case, request)
+        if not same(got, want):
+            failures.append((case.kind.name, "not streamed", got, want))
+        for how, got in (
+            ("prompt, streamed", streamed(cls, case, request, list(case.text), case.prefix)),
+            ("prompt, not streamed", one_shot(cls, case, request, case.prefix)),
+        ):
+            message = {
+                "content": got["content"],
+                "reasoning_content": got["reasoning"],
+                "tool_calls": [
+                    {"id": None, "type": "function", "function": {"name": n, "arguments": a}}
+                    for n, a in got["calls"]
+                ],
+            }
+            passed, why = rt.check(case, lambda *args, message=message, **kwargs: message)
+            if not passed and not same(got, want):
+                failures.append((case.kind.name, how, why))
+    assert not failures, failures[:5]
+
+
+def test_the_rendered_prompt_decides_over_the_default(plugin_dir):
+    """Qwen3.5 thinks by default (its prompt opens <think>); a prompt rendered with
+    thinking off closes the block. vLLM hands that prompt over: the plugin reads the
+    answer as the answer, where the request's arguments (none) would leave the default,
+    which reads it as reasoning."""
+    slug = "qwen3_5_4b"
+    cls = parser_class(slug, plugin_dir)
+    spec = rt.load_spec(slug)
+    template = rt.template_for(spec)
+    if template is None:
+        pytest.skip("no corpus")
+    prompt = template.render(rt.history(spec), add_generation_prompt=True, enable_thinking=False)
+    case = rt.Case(slug, rt.UNSWITCHED_KINDS[0], "It is 42.", "", prompt, {})
+    request = request_for(case)
+    assert rt.module(slug).parse(case.text)["reasoning_content"] == "It is 42."
+    for got in (
+        streamed(cls, case, request, list(case.text), prompt),
+        one_shot(cls, case, request, prompt),
+    ):
+        assert (got["content"], got["reasoning"]) == ("It is 42.", None), got
+
+
 def test_zz_figures():
     print("\nvLLM plugin figures:", json.dumps(FIGURES))
 
@@ -331,10 +425,43 @@ def test_auto_gets_no_tag_but_keeps_special_tokens(plugin_dir):
     assert request.structured_outputs is None
 
 
+def test_the_tools_are_compiled_once_per_request(plugin_dir, monkeypatch):
+    """One request's structural tag (a strict tool asks for one), its stream and its
+    whole-output reading all take one compiled value: compile_tools runs once."""
+    case = rt.make_case(CALL_SLUG, rt.TOOL_KINDS[0])
+    assert case is not None
+    strict = json.loads(json.dumps(case.tools))
+    strict[0]["function"]["strict"] = True
+    cls = parser_class(CALL_SLUG, plugin_dir)
+    request = ChatCompletionRequest(
+        messages=MESSAGES,
+        model="m",
+        tools=strict,
+        tool_choice="auto",
+        chat_template_kwargs=template_kwargs(case),
+    )
+    parser = cls(None, request.tools, chat_template_kwargs=template_kwargs(case))
+    fmt = sys.modules[type(parser.tool_parser).__module__].fmt
+    compiled: list = []
+    compile_tools = fmt.compile_tools
+    monkeypatch.setattr(
+        fmt, "compile_tools", lambda tools: compiled.append(tools) or compile_tools(tools)
+    )
+    request = parser.adjust_request(request)
+    assert request.structured_outputs is not None
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True, parser_cls=cls)
+    for number, chunk in enumerate(case.text):
+        last = number == len(case.text) - 1
+        processor.step(chunk, [1], "stop" if last else None, [] if number == 0 else None)
+    _, _, calls = parser.parse(case.text, request, enable_auto_tools=True)
+    assert [call.name for call in calls or ()] == ["get_weather"]
+    assert len(compiled) == 1
+
+
 # --- a plugin imports nothing of the compiler ----------------------------------------
 
 PLUGIN_IMPORTS = {"__future__", "json", "sys", "threading", "types", "uuid", "collections.abc"}
-MODULE_IMPORTS = {"__future__", "ast", "json", "re", "typing", "warnings"}
+MODULE_IMPORTS = {"__future__", "ast", "copy", "json", "re", "typing", "warnings"}
 
 
 def _imports(tree: ast.AST) -> set[str]:
