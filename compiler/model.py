@@ -304,6 +304,9 @@ class Arguments:
     # What the text before value_start (an attribute naming the value's type) holds
     # for a string value: a value so marked is the text as written.
     string_attribute: str = ""
+    # What it holds for a value of each JSON type: (type, word), where the analysis
+    # read them (the grammars write the one the tool's schema gives a value).
+    type_attributes: tuple[tuple[str, str], ...] = ()
     value_suffix: str = ""
     separator: str = ""
     string_open: str = ""
@@ -679,6 +682,23 @@ class Format:
     # What every generation prompt ends with, from each marker in it on (the spec's
     # prompt.ends_with), the longest first: written again at the output's start.
     prompt_ends: tuple[str, ...] = ()
+
+    @property
+    def stop_strings(self) -> tuple[str, ...]:
+        """The end-of-turn strings a server may stop at (the module's ``STOP``): all
+        of ``stop`` but a marker that a call's opener begins with. GigaChat 3 ends
+        every message with ``<|message_sep|>``, and a call is a message of its own
+        after it: a server stopping there would never see the call. The readers
+        drop such a marker at the end of the output all the same (``stop``)."""
+        openers = [trigger.value for trigger in self.triggers if trigger.type == "word"]
+        if self.calls is not None:
+            calls = self.calls
+            openers += [calls.trigger, calls.start, *calls.start_also, calls.section_start]
+            openers += list(calls.section_start_also)
+        cores = [opener.strip() for opener in openers if opener.strip()]
+        return tuple(
+            stop for stop in self.stop if not any(core.startswith(stop) for core in cores)
+        )
 
     @property
     def token_ids(self) -> dict[str, int]:
@@ -1141,6 +1161,7 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             key_end=found.get("key_end") or "",
             value_start=found.get("value_start") or "",
             string_attribute=found.get("string_attribute") or "",
+            type_attributes=tuple((found.get("type_attributes") or {}).items()),
             value_suffix=found.get("value_suffix") or "",
             separator=found.get("separator") or "",
             string_open=found.get("string_open") or "",
@@ -1177,6 +1198,11 @@ def _calls(section: dict, where: _Where) -> Calls | None:
             if arguments.string_attribute and not arguments.value_start.strip():
                 raise where.fail(
                     "tools.arguments.string_attribute", "read before value_start, which has no text"
+                )
+            words = dict(arguments.type_attributes)
+            if words and words.get("string") != arguments.string_attribute:
+                raise where.fail(
+                    "tools.arguments.type_attributes", "a string's word is string_attribute"
                 )
         if arguments.syntax is not None and not (
             arguments.units and not arguments.suffixed and arguments.string_open

@@ -1,4 +1,4 @@
-"""The runtime every format module in this folder runs on (runtime interface 3).
+"""The runtime every format module in this folder runs on (runtime interface 4).
 
 A format module (<slug>.py) holds its format's constants and calls ``bind``,
 which runs this module's code in a namespace of its own that starts with those
@@ -35,7 +35,7 @@ from typing import Any
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 3
+INTERFACE = 4
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (
@@ -101,8 +101,12 @@ def _given(name: str, neutral: Any) -> Any:
 # --- public data -------------------------------------------------------------------
 # The resolved spec the module was generated from.
 SPEC: dict = _given("SPEC", {})
-# End-of-turn strings known literally.
+# End-of-turn strings known literally, which a server may stop at; and the markers
+# that end a turn's last message but a call's opener begins with (GigaChat 3's
+# <|message_sep|>, after which a call may come as a message of its own): no stop
+# strings, but the readers drop them at the end of the output as STOP's.
 STOP: list[str] = _given("STOP", [])
+TURN_END_ALSO: tuple[str, ...] = _given("TURN_END_ALSO", ())
 # llama.cpp's grammar_triggers, and the markers that should stay single tokens.
 TRIGGERS: list[dict] = _given("TRIGGERS", [])
 PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
@@ -299,6 +303,15 @@ TOOL_UNIT_SEPARATOR: str = _given("TOOL_UNIT_SEPARATOR", "")
 TOOL_RAW_VALUE: str = _given("TOOL_RAW_VALUE", "")
 TOOL_ANY_VALUE: str = _given("TOOL_ANY_VALUE", "")
 TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
+# A unit and what closes its value where the value is text as written that the schema
+# lists (an enum's strings): the whitespace around it exactly as the reader leaves it
+# out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
+TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+# Where an attribute before a unit's value names its type in a word of the
+# template's (``tool-attribute`` in TOOL_UNIT): JSON type → that word and what
+# ends it, GBNF.
+TOOL_ATTRIBUTES: dict[str, str] = _given("TOOL_ATTRIBUTES", {})
+TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and
 # not its first ones.
@@ -359,6 +372,11 @@ PREPARE_CALL_ID_PATTERN: str = _given("PREPARE_CALL_ID_PATTERN", "")
 # compiler/runtime/text.py
 # Reading literals in text: matching a marker with tolerance for whitespace, and
 # deciding how much of a text may still turn into a marker.
+
+
+# What ends a turn as the readers drop it at the end of the output: STOP, and the
+# markers a call's opener begins with (no stop strings: TURN_END_ALSO).
+_TURN_ENDS = list(STOP) + [marker for marker in TURN_END_ALSO if marker not in STOP]
 
 
 def _skip_space(text, at):
@@ -682,14 +700,14 @@ def _stop_run(text, end, begun=(), once=False):
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
-    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    and the markers of a run are bounded by the end-of-turn markers'. ``begun``: markers the run
     has already (one begun after it); ``once``: one marker only, as the template
     ends a turn (strict reading, as the grammars)."""
     at = end
     used = list(begun)
     while True:
         found = ""
-        for stop in STOP:
+        for stop in _TURN_ENDS:
             if (
                 stop
                 and len(stop) > len(found)
@@ -706,7 +724,7 @@ def _stop_run(text, end, begun=(), once=False):
 
 
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
-_STOP_REACH = sum(map(len, STOP))
+_STOP_REACH = sum(map(len, _TURN_ENDS))
 
 
 def _stop_at(text, once=False):
@@ -724,7 +742,7 @@ def _stops_begin(text):
     ``text`` begins: whole markers (whitespace after them), or markers and then
     the beginning of one at the very end; ``len(text)`` where nothing may."""
     found = len(text)
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         begun = _partial_at(text, stop)
         if begun < len(text):
             found = min(found, _stop_run(text, begun, (stop,)))
@@ -805,7 +823,7 @@ def _tail_pattern(markers):
     ``reach`` characters only."""
     found = _TAIL_PATTERNS.get(markers)
     if found is None:
-        whole = [marker for marker in markers + tuple(STOP) if marker]
+        whole = [marker for marker in markers + tuple(_TURN_ENDS) if marker]
         prefixes = sorted(
             {marker[:size] for marker in whole for size in range(1, len(marker))}
         )
@@ -846,7 +864,9 @@ def _undecided(head, markers):
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
     that may start one of ``markers`` or an end-of-turn marker."""
-    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    firsts = "".join(
+        sorted({marker[0] for marker in markers + tuple(_TURN_ENDS) if marker})
+    )
     return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
@@ -874,7 +894,7 @@ def _decided(text, literal):
 def _maybe_stop(text):
     """Whether ``text`` may still turn out to be just end-of-turn markers, with
     whitespace around them (whitespace after a part of one ends that hope)."""
-    if not any(STOP):
+    if not any(_TURN_ENDS):
         return False
     head = text.lstrip()
     return _stops_begin(head) == 0
@@ -885,7 +905,7 @@ def _before_stop(text):
     dropped (``_strip_stop``), more text or not: before a marker that ends it, or
     before one begun at its end."""
     ends = {_stop_from(text, len(text))}
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         ends.add(_partial_at(text, stop))
     return ends
 
@@ -1111,7 +1131,7 @@ def _kind_of(header):
 def _message_ends():
     """What ends a message another one follows: the format's message end, an
     end-of-turn marker."""
-    return tuple(marker for marker in (MESSAGE_END, *STOP) if marker)
+    return tuple(marker for marker in (MESSAGE_END, *_TURN_ENDS) if marker)
 
 
 _MESSAGE_ENDS = _message_ends() if MESSAGE_OPENER else ()
@@ -2287,6 +2307,38 @@ def _self_contained(schema, root):
     if defs and isinstance(out, dict):
         out["$defs"] = defs
     return out
+
+
+def _sorted_keys(schema):
+    """A copy of ``schema`` (self-contained: ``_self_contained``) in which every
+    object's ``properties`` come in the order templates that sort keys write them
+    (Jinja's ``dictsort``: by the key, case aside), where that is not the schema's
+    own order anywhere, else None. The grammars take the members of every object
+    in the schema's order, or of every object sorted (a consumer's JSON schema
+    reader follows the order ``properties`` lists)."""
+    changed = []
+
+    def copy(node, depth):
+        if isinstance(node, list):
+            return [copy(item, depth + 1) for item in node]
+        if not isinstance(node, dict) or depth > _DEEPEST_SCHEMA:
+            return node
+        out = {}
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                order = sorted(value, key=str.lower)
+                if order != list(value):
+                    changed.append(key)
+                value = {name: copy(value[name], depth + 1) for name in order}
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                value = {name: copy(item, depth + 1) for name, item in value.items()}
+            elif key in _SUBSCHEMA_LISTS or key in _SUBSCHEMA_ONE:
+                value = copy(value, depth + 1)
+            out[key] = value
+        return out
+
+    found = copy(schema, 0)
+    return found if changed else None
 
 
 def _check_tools(tools):
@@ -3568,7 +3620,7 @@ def _trailing(text):
     rest = text.strip()
     if not rest:
         return rest  # the common case: nothing follows the calls
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
         changed = False
@@ -3612,7 +3664,7 @@ def _calls_after(text, gap, types, strict, past_broken=None):
     pieces: list = []
     calls: list = []
     at = 0
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
         gap += text[at:lead]
@@ -4298,7 +4350,7 @@ class StreamParser:
         ``_space``."""
         kept = rest.rstrip()
         if len(kept) < len(rest) and (
-            not kept or any(kept.endswith(s) for s in STOP if s)
+            not kept or any(kept.endswith(s) for s in _TURN_ENDS if s)
         ):
             self._space.append(rest[len(kept) :])
             rest = kept
@@ -4527,7 +4579,7 @@ class StreamParser:
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
-        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+        markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
         if called:
             self._after = True
             run = self._text_run("content", _AFTER_STOPS)
@@ -4655,7 +4707,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
             # Calls only if nothing but end-of-turn markers follows them.
-            markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+            markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
             while not self._eof:
                 rest = _trailing(self._pending)
                 if rest and not _undecided(rest, markers):
@@ -4793,7 +4845,7 @@ class StreamParser:
             text = self._held[self._opener :]
             if self._after:
                 # text after calls before more calls: less the markers it ends with
-                kept = _trim_end(text, [m for m in STOP + END_AFTER_CALLS if m])
+                kept = _trim_end(text, [m for m in _TURN_ENDS + END_AFTER_CALLS if m])
             else:
                 kept = _strip_stop(_before_break(text) if TURN_BREAK else text).rstrip()
             self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""
@@ -6084,11 +6136,14 @@ class _Arguments:
     """The rules of one tool's arguments, added to ``rules`` under names that start
     with ``tag``."""
 
-    def __init__(self, rules, tag, schema, strict, split):
+    def __init__(self, rules, tag, schema, strict, split, sort=False):
         self.rules = rules
         self.tag = tag
         self.root = schema
         self.strict = strict  # every object closed
+        # Every object's members in the schema's order, or (``sort``) sorted by key
+        # as templates that sort keys write them (``_ordered``).
+        self.sort = sort
         # Where some value is no regular language (recursion, any JSON value), every
         # key, value and mark is a lexeme of its own, as in JSON_RULES: a rule made of
         # several members or items that llguidance took for one lexeme could race a
@@ -6103,6 +6158,18 @@ class _Arguments:
         self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
+        if OWN_VALUES:
+            # The marks of objects and arrays in the template's own syntax, each a
+            # lexeme with the whitespace around it (as JSON_RULES' are).
+            for name, mark, before, after in (
+                ("own-typed-open", OWN_OBJECT_OPEN, "", " ws"),
+                ("own-typed-close", OWN_OBJECT_CLOSE, "ws ", ""),
+                ("own-typed-comma", OWN_MEMBER_SEPARATOR, "ws ", " ws"),
+                ("own-typed-list-open", OWN_ARRAY_OPEN, "", " ws"),
+                ("own-typed-list-close", OWN_ARRAY_CLOSE, "ws ", ""),
+                ("own-typed-list-comma", OWN_ITEM_SEPARATOR, "ws ", " ws"),
+            ):
+                rules.setdefault(name, before + _gbnf_literal(mark.strip()) + after)
         for name, body in JSON_RULES.items():
             rules.setdefault(name, body)
         if LITERAL == "python":
@@ -6205,7 +6272,7 @@ class _Arguments:
         for key, field in properties.items():
             value = self._unit_value(field)
             if value is not None:
-                entries[key] = self._unit(value, _gbnf_literal(key))
+                entries[key] = self._unit(value, _gbnf_literal(key), field)
         extra = None
         value = self._unit_value(other) if other is not False else None
         if value is not None:
@@ -6214,29 +6281,45 @@ class _Arguments:
             word = self._other_word(
                 list(properties), (negated, chars), anything, None, lead
             )
-            extra = self._unit(value, word)
+            extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
     def _ordered(self, entries, required, extra, close):
         """The members (key → (first written, written after another)) in the order
-        the schema lists them, or sorted by key, as templates that sort them
-        (``dictsort``) write them; then ``extra`` ones and ``close`` (``_chain``)."""
-        keys = list(entries)
-        orders = [keys, sorted(keys, key=str.lower)]
-        chains = [
-            self._chain(
-                [(*entries[key], key in required) for key in order], extra, close
-            )
-            for order in orders[: 1 + (orders[1] != keys)]
-        ]
-        return chains[0] if len(chains) == 1 else self._rule(" | ".join(chains))
+        the schema lists them, or (``sort``) sorted by key, as templates that sort
+        them (``dictsort``) write them; then ``extra`` ones and ``close``
+        (``_chain``). Every object of a call takes one order: the other exports'
+        JSON schema readers follow the order ``properties`` lists, and
+        ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
+        order = sorted(entries, key=str.lower) if self.sort else list(entries)
+        return self._chain(
+            [(*entries[key], key in required) for key in order], extra, close
+        )
 
-    def _unit(self, value, key):
-        """(a unit with this key and (value, what closes it), the same after the
+    def _attribute(self, schema):
+        """The attribute before a unit's value that names its type, as the template
+        writes it for the types ``schema`` admits (an integer is a number too)."""
+        kinds = self._kinds(schema, 0)
+        if kinds is not None and "number" in kinds:
+            kinds = kinds | {"integer"}
+        written = [
+            text
+            for kind, text in TOOL_ATTRIBUTES.items()
+            if kinds is None or kind in kinds
+        ]
+        return self._rule(_either(written or list(TOOL_ATTRIBUTES.values())))
+
+    def _unit(self, value, key, schema):
+        """(a unit with this key and (value, what closes it, whether the whitespace
+        around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
         each is one lexeme with the whitespace it holds."""
-        head, _, tail = TOOL_UNIT.partition("tool-value")
+        *value, exact = value
+        unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
+        head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
+        if TOOL_ATTRIBUTES:
+            names["tool-attribute"] = self._attribute(schema)
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
         later = first
@@ -6251,9 +6334,12 @@ class _Arguments:
         return f"{first} {rest}", f"{later} {rest}"
 
     def _unit_value(self, schema):
-        """(a unit's value, what closes it): the text as written where the value is
-        a string (the reader types the rest by the schema); None where no value
-        fits."""
+        """(a unit's value, what closes it, whether the whitespace around it is
+        exactly what the reader leaves out): the text as written where the value
+        is a string (the reader types the rest by the schema); None where no value
+        fits. A suffixed value the schema lists is read as written where the
+        schema admits strings: whitespace around it would be its own (an enum's
+        "19:30" written after a blank line is "\n19:30")."""
         listed = self._listed(schema)
         if SUFFIXED_VALUES:
             if listed is not None:
@@ -6261,21 +6347,25 @@ class _Arguments:
                     _gbnf_literal(v) if isinstance(v, str) else self._literals([v])
                     for v in listed
                 ]
-                return _either(written), TOOL_VALUE_CLOSE
+                exact = TOOL_VALUE_CLOSE_EXACT if TOOL_UNIT_EXACT else TOOL_VALUE_CLOSE
+                kinds = self._kinds(schema, 0)
+                if kinds is None or "string" in kinds:
+                    return _either(written), exact, True
+                return _either(written), TOOL_VALUE_CLOSE, False
             kinds = self._kinds(schema, 0)
             if kinds is None or "string" in kinds or kinds & set(TOOL_RAW_KINDS):
-                return TOOL_RAW_VALUE, ""
+                return TOOL_RAW_VALUE, "", False
             value = self._value(schema)
-            return None if value is None else (value, TOOL_VALUE_CLOSE)
+            return None if value is None else (value, TOOL_VALUE_CLOSE, False)
         value = self._value(schema)
         if value is None:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
             if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
-                return value, ""  # its length bounded: only where it is counted
-            return _either([TOOL_RAW_VALUE, value]), ""
-        return value, ""
+                return value, "", False  # its length bounded: only where it is counted
+            return _either([TOOL_RAW_VALUE, value]), "", False
+        return value, "", False
 
     def _chain(self, entries, extra, close):
         """Members in order, ``entries`` being (first written, written after another,
@@ -6405,6 +6495,16 @@ class _Arguments:
             return self._literals([True, False])
         if kind == "null":
             return self._literals([None])
+        if style == "own" and kind in ("object", "array"):
+            # In the template's own syntax, typed as JSON's are.
+            if kind == "array":
+                return self._array(schema, "own-typed")
+            members = self._own_members(schema)
+            return (
+                self._any()
+                if members is None
+                else self._rule(f"own-typed-open {members}")
+            )
         if style == "own" or kind not in ("object", "array"):
             return self._any()
         if kind == "array":
@@ -6437,7 +6537,40 @@ class _Arguments:
             quoted.append(f"{mark} {_counted(char, low, high)} {mark}")
         return self._rule(" | ".join(quoted))
 
-    def _array(self, schema):
+    def _own_members(self, schema):
+        """The members of an object in the template's own syntax after its opening
+        (closing mark included); None where the schema leaves them free."""
+        shape = self._shape(schema)
+        if shape is None:
+            return None
+        properties, required, other = shape
+        entries = {}
+        for key, field in properties.items():
+            value = self._value(field)
+            if value is not None:
+                head = _gbnf_literal(OWN_KEY_PREFIX.strip() + key)
+                written = self._rule(
+                    f"{head} ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+                )
+                member = f"{written}{self.gap}{value}"
+                entries[key] = (member, f"own-typed-comma {member}")
+        extra = None
+        value = self._value(other) if other is not False else None
+        if value is not None:
+            # Other members: any key the format's grammar takes (``own-key``).
+            head = (
+                _gbnf_literal(OWN_KEY_PREFIX.strip()) + " "
+                if OWN_KEY_PREFIX.strip()
+                else ""
+            )
+            written = self._rule(
+                f"{head}own-key ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+            )
+            member = f"{written}{self.gap}{value}"
+            extra = (member, f"own-typed-comma {member}")
+        return self._ordered(entries, required, extra, "own-typed-close")
+
+    def _array(self, schema, marks="json"):
         items = schema.get("items", True)
         prefix = schema.get("prefixItems")
         if isinstance(items, list):
@@ -6453,6 +6586,7 @@ class _Arguments:
             values, item = values[:most], None
         if least > len(values) and item is None:
             return None  # fewer items fit than the array needs
+        comma = "own-typed-list-comma" if marks == "own-typed" else "json-comma"
         # The items after the first, from the last on: the prefix's (each left out
         # where the array may end before it), then any number of ``item`` that keeps
         # the count within bounds.
@@ -6461,9 +6595,9 @@ class _Arguments:
         else:
             done = max(len(values), 1)
             more = None if most is None else max(most - done, 0)
-            rest = _counted(f"( json-comma {item} )", max(least - done, 0), more)
+            rest = _counted(f"( {comma} {item} )", max(least - done, 0), more)
         for at in range(len(values) - 1, 0, -1):
-            rest = _seq(["json-comma", values[at], rest])
+            rest = _seq([comma, values[at], rest])
             rest = self._rule(f"( {rest} )?" if at >= least else rest)
         first = values[0] if values else item
         if most == 0 or first is None:
@@ -6472,7 +6606,7 @@ class _Arguments:
             items = _seq([first, rest])
             items = self._rule(f"( {items} )?" if least == 0 else items)
         return self._rule(
-            _seq(["json-list-open", self.gap.strip(), items, "json-list-close"])
+            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
         )
 
     def _any(self):
@@ -6769,9 +6903,17 @@ def _typed_arguments(typed, split):
     made: dict = {}
     found = {}
     for index, (name, parameters, strict) in enumerate(typed):
-        found[name] = _Arguments(
-            made, f"tool{index}", parameters, strict, split
-        ).arguments()
+        arguments = _Arguments(made, f"tool{index}", parameters, strict, split)
+        found[name] = rule = arguments.arguments()
+        if rule and _sorted_keys(_self_contained(parameters, parameters)) is not None:
+            # The members of every object sorted by key, as templates that sort
+            # them write them: the other order a call may take (the exports' too).
+            other = _Arguments(
+                made, f"tool{index}s", parameters, strict, split, sort=True
+            ).arguments()
+            if other and other != rule:
+                found[name] = f"tool{index}-either"
+                made[found[name]] = f"{rule} | {other}"
     return made, found
 
 
@@ -6960,13 +7102,7 @@ def _body(calls, functions, required, parallel):
             )
         if not functions:
             return content
-        listed = {
-            "type": "tags_with_separator",
-            "tags": _call_tags(calls, functions),
-            "separator": calls["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        listed = _listed(_call_tags(calls, functions), calls["separator"], parallel)
         if CONTENT_AS_UNIT:
             head = _tag(unit["opener"], _any(), unit["separator"])
             after = _sequence([_SPACE, head, _SPACE, listed])
@@ -6976,13 +7112,7 @@ def _body(calls, functions, required, parallel):
         return text
     tags = _call_tags(calls, functions)
     if section is not None and any(section["end"]):
-        inner = {
-            "type": "tags_with_separator",
-            "tags": tags,
-            "separator": section["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        inner = _listed(tags, section["separator"], parallel)
         tags = [
             _tag(
                 section["begin"],
@@ -6991,8 +7121,20 @@ def _body(calls, functions, required, parallel):
             )
         ]
     elif section is not None:
-        # Nothing closes the section: its opener begins the first call.
-        first = [dict(tag, begin=section["begin"] + tag["begin"]) for tag in tags]
+        # Nothing closes the section: its opener begins the first call (whitespace
+        # may stand between them).
+        first = [
+            dict(
+                tag,
+                begin=section["begin"],
+                content=(
+                    _sequence([_SPACE, _const(tag["begin"]), tag["content"]])
+                    if tag["begin"]
+                    else tag["content"]
+                ),
+            )
+            for tag in tags
+        ]
         if parallel and calls["call_trigger"]:
             tags = first + [dict(tag, begin=tag["begin"].lstrip()) for tag in tags]
         else:
@@ -7007,6 +7149,16 @@ def _body(calls, functions, required, parallel):
     return found
 
 
+def _listed(tags, separator, parallel):
+    """One call, or (``parallel``) calls with ``separator`` between them, whitespace
+    around it as the reader skips it."""
+    one = _one_of(tags)
+    if not parallel:
+        return one
+    between = _literal(separator) or [_SPACE]
+    return _sequence([one, {"type": "star", "content": _sequence(between + [one])}])
+
+
 def _end(closers):
     return closers[0] if len(closers) == 1 else closers
 
@@ -7017,35 +7169,32 @@ def _escaped(text, escapes):
 
 def _call_tags(calls, functions):
     """One tag per way of writing a call and per function (tags that begin alike
-    merged into one whose content is either)."""
+    merged into one whose content is either). A tag begins with the call's first
+    literal, up to where the reader lets whitespace stand; every later literal,
+    the name and the other holes stand after any whitespace (but a literal that
+    follows its hole as written), as the reader skips it."""
     tags: dict = {}
     for items in calls["variants"]:
         for name, parameters in functions:
-            begin = ""
+            begin = None
             content: list = []
-            literal = True
             for item in items:
                 kind = item[0]
                 if kind == "end":
-                    key = (begin, tuple(item[1]))
+                    key = (begin or "", tuple(_cores(item[1])))
                     tags.setdefault(key, []).append(
-                        _sequence(content) if content else _const("")
+                        _sequence(content + [_SPACE]) if content else _SPACE
                     )
-                    continue
-                if kind == "text" or kind == "name":
-                    text = (
-                        item[1]
-                        if kind == "text"
-                        else _escaped(name, calls["name_escapes"])
-                    )
-                    if literal:
-                        begin += text
-                    elif text:
-                        content.append(_const(text))
-                    continue
-                literal = False
-                if kind == "regex":
-                    content.append({"type": "regex", "pattern": item[1]})
+                elif kind == "text" and begin is None:
+                    begin = item[1].rstrip()
+                    if begin != item[1]:
+                        content.append(_SPACE)
+                elif kind == "text":
+                    content += _literal(item[1], tight=len(item) > 2)
+                elif kind == "name":
+                    content += [_SPACE, _const(_escaped(name, calls["name_escapes"]))]
+                elif kind == "regex":
+                    content += [_SPACE, {"type": "regex", "pattern": item[1]}]
                 else:
                     content.append(_arguments(calls, name, parameters))
     return [
@@ -7054,47 +7203,149 @@ def _call_tags(calls, functions):
     ]
 
 
+def _literal(text, tight=False):
+    """A literal as the reader takes it: after any whitespace (``tight``: right
+    where it stands, as written), and any whitespace after it where it ends with
+    some."""
+    core = text.strip()
+    if not core:
+        return [] if tight or not text else [_SPACE]
+    lead = text[: len(text) - len(text.lstrip())]
+    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
+    return found + ([_SPACE] if text != text.rstrip() else [])
+
+
+def _cores(closers):
+    """The closers of a call without the whitespace around them (the tag's content
+    takes it), "" kept (a closer a server may cut off)."""
+    return list(dict.fromkeys(closer.strip() for closer in closers))
+
+
+def _json(schema):
+    """A value of the (self-contained) JSON ``schema``: its objects' members in the
+    order its ``properties`` list them, or every object's sorted by key, as
+    templates that sort keys write them (the GBNF takes the same two)."""
+    found = {"type": "json_schema", "json_schema": schema}
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return _one_of([found, {"type": "json_schema", "json_schema": other}])
+
+
 def _arguments(calls, name, parameters):
     """A call's arguments: a JSON object (or the whole call object), or key/value units."""
     shape = calls["json"]
     if shape is not None:
         # The parameters inside the call object: their $refs point to its $defs.
         inner = _self_contained(parameters, parameters)
-        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        # The arguments' objects in the schema's key order, or every one sorted
+        # (``_json``); the call object's own members in each order it may take.
+        forms = [inner, _sorted_keys(inner)]
         objects = []
-        for order in shape["orders"]:
-            whole = _call_object(shape, name, inner, order)
-            if defs:
-                whole["$defs"] = defs
-            objects.append({"type": "json_schema", "json_schema": whole})
+        for form in forms if forms[1] is not None else forms[:1]:
+            defs = form.pop("$defs", None) if isinstance(form, dict) else None
+            for order in shape["orders"]:
+                whole = _call_object(shape, name, form, order)
+                if defs:
+                    whole["$defs"] = defs
+                objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
         schema = _self_contained(parameters, parameters)
-        return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
-        )
+        return _sequence([_SPACE, _json(schema), _SPACE])
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
         return _any()
-    tags = []
-    for key, schema in properties.items():
-        suffix = units["value_suffix"]
-        written = _escaped(key, units["key_escapes"])
-        if units["key_slot"]:
-            suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
-        if units["value_start"]:
-            # What stands between the key and the value (an attribute naming its type).
-            value = _sequence([_tag("", _any(), units["value_start"]), value])
-        tags.append(
-            _tag(units["key_prefix"] + written + units["key_end"], value, suffix)
-        )
-    return {
-        "type": "tags_with_separator",
-        "tags": tags,
-        "separator": units["separator"],
+    wanted = parameters.get("required")
+    required = set(wanted) if isinstance(wanted, list) else set()
+    written = {
+        key: _unit(units, key, schema, parameters) for key, schema in properties.items()
     }
+    orders = [list(properties)]
+    if sorted(properties, key=str.lower) != orders[0]:
+        orders.append(sorted(properties, key=str.lower))  # as templates that sort keys
+    return _one_of(
+        [_units_in_order(units, order, written, required) for order in orders]
+    )
+
+
+def _units_in_order(units, order, written, required):
+    """Units in ``order``, each once, the required ones all: where a separator
+    stands between units, one alternative per unit that may come first."""
+    separator = units["separator"]
+    if not separator.strip():
+        between = [_SPACE] if separator else []
+        return _sequence(
+            [_between(written[key], key in required, between) for key in order]
+            or [_const("")]
+        )
+    mark = _literal(separator)
+    options = []
+    for first, key in enumerate(order):
+        rest = [
+            _between(written[other], other in required, mark)
+            for other in order[first + 1 :]
+        ]
+        options.append(_sequence([written[key]] + rest))
+        if key in required:
+            break
+    else:
+        options.append(_const(""))  # every unit left out
+    return _one_of(options)
+
+
+def _between(unit, required, before):
+    """A unit after what stands before it (a separator), left out unless required."""
+    found = _sequence(before + [unit]) if before else unit
+    return found if required else {"type": "optional", "content": found}
+
+
+def _unit(units, key, schema, root):
+    """One key/value unit as the format writes it, the value typed by its JSON
+    schema: the key's literals after any whitespace, the value, its suffix."""
+    written = _escaped(key, units["key_escapes"])
+    suffix = units["value_suffix"]
+    if units["key_slot"]:
+        suffix = suffix.replace(units["key_slot"], written)
+    value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
+    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
+    head = [_SPACE] + ([_const(prefix)] if prefix else [])
+    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    last = key_end
+    if units["value_start"]:
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for the value's type, where the analysis read them.
+        start = units["value_start"].strip()
+        words = units.get("type_attributes")
+        if words:
+            kinds = _schema_kinds(schema, root)
+            if kinds is not None and "number" in kinds:
+                kinds = kinds | {"integer"}
+            found = [w for k, w in words.items() if kinds is None or k in kinds]
+            found = list(dict.fromkeys(found or words.values()))
+            head.append(_one_of([_const(word + start) for word in found]))
+        else:
+            head.append(_tag("", _any(), start))
+        last = units["value_start"]
+    trail = last[len(last.rstrip()) :]
+    core = suffix.strip()
+    if not core:
+        return _sequence(head + [_SPACE, value])
+    if kind == "raw":
+        # Text as written, to the suffix (whitespace around it is its own).
+        return _sequence(head + [_tag("", value, core)])
+    if kind == "listed":
+        # A string the schema lists is read as written: whitespace around it is only
+        # what the key's literal ends with and the suffix starts with, once each.
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        around = [_optional(trail), value, _optional(lead), _const(core)]
+        return _sequence(head + [item for item in around if item is not None])
+    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+
+
+def _optional(text):
+    return {"type": "optional", "content": _const(text)} if text else None
 
 
 def _call_object(shape, name, parameters, order):
@@ -7147,7 +7398,9 @@ def _call_object(shape, name, parameters, order):
 
 def _value(units, schema, root):
     """One argument's value as the format writes it, typed by its JSON schema (its
-    ``$ref``s looked up in ``root``, the function's parameters)."""
+    ``$ref``s looked up in ``root``, the function's parameters), and how: "raw" (any
+    text, the suffix ends it), "listed" (a string the schema lists, written as it
+    is) or "typed" (a value that ends by itself)."""
     schema = _resolved(schema, root)
     if not isinstance(schema, dict):
         schema = {}
@@ -7159,35 +7412,45 @@ def _value(units, schema, root):
         choices is not None and choices and all(isinstance(c, str) for c in choices)
     )
     opening, closing = units["string_open"], units["string_close"]
+    quotes = units.get("quotes_also") or ()
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing)
-            return _any()
+                found = [_tag(q, _any(), q) for q in quotes]
+                return _one_of([_tag(opening, _any(), closing)] + found), "typed"
+            return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
+            for quote in quotes:
+                escaped = choice.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                written.append(quote + escaped + quote)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
-        return _one_of([_const(text) for text in dict.fromkeys(written)])
+        found = _one_of([_const(text) for text in dict.fromkeys(written)])
+        return found, "typed" if opening else "listed"
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+            return _json(_self_contained(schema, root)), "typed"
         if types == "boolean":
-            return _one_of([_const(own["true"]), _const(own["false"])])
+            return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
-            return _const(own["null"])
-        return _grammar(own["grammar"])
-    anything = (
-        _any() if units["value_grammar"] is None else _grammar(units["value_grammar"])
-    )
+            return _const(own["null"]), "typed"
+        if types in ("object", "array"):
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
+        return _grammar(own["grammar"]), "typed"
+    if units["value_grammar"] is None:
+        anything = _any(), "raw"
+    else:
+        anything = _grammar(units["value_grammar"]), "typed"
     if units["elements"] and types in ("object", "array", None):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+    found = _json(_self_contained(schema, root))
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}
@@ -7195,9 +7458,25 @@ def _value(units, schema, root):
         extra = [_const(w) for kind in kinds for w in words.get(kind, ())]
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
-            return anything  # a Python literal (or JSON) the schema cannot type
-        return _one_of([found] + extra)
-    return found
+            # A Python literal (or JSON): held to the schema by the GBNF's rules for
+            # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else anything
+        return _one_of([found] + extra), "typed"
+    return found, "typed"
+
+
+def _typed_value(schema, root):
+    """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
+    the format writes them, Python literals or a syntax of its own: the GBNF's rules
+    for a value (schema_gbnf, on the format's own rules); None where no value
+    fits."""
+    rules = _rules(GBNF_TOOLS or "")
+    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    return _written(rules)
 
 
 # ------------------------------------------------------------------------------
@@ -7349,7 +7628,7 @@ def _lark_arguments(rule, parameters, strict):
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
         schema = _self_contained(schema, schema)
-        return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
+        return rule, "%s: %s\n" % (rule, _lark_json(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
     parameters = parameters if isinstance(parameters, dict) else {}
@@ -7386,6 +7665,14 @@ def _lark_unit(rule, key, schema, strict, root):
     it (None: any key), its value as the property's JSON ``schema`` types it (its
     ``$ref``s looked up in ``root``, the function's parameters)."""
     kind, value = _lark_value(_resolved(schema, root))
+    if kind == "enum" and "unit-enum" not in _LARK:
+        kind = "scalar"  # whitespace around a listed string is no part of it
+    typed = None
+    if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
+        # An object or array the template writes as a Python literal, or in a
+        # syntax of its own: the GBNF's rules for it, in Lark.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root)
+        kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -7397,16 +7684,114 @@ def _lark_unit(rule, key, schema, strict, root):
         written = _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
+    if "attributes" in _LARK:
+        text = text.replace("%%ATTR%%", _lark_attribute(schema, root))
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
-        text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
+        text = text.replace("%%JSON%%", _lark_json(schema, strict))
+    if typed is not None:
+        text = text.replace("%%TYPED%%", typed[0]) + typed[1]
     return rule, text
 
 
+def _lark_typed_value(rule, schema, root):
+    """(the rule, its rules) of the values of ``schema`` as the format writes them
+    (Python literals, or a syntax of the template's own), from the GBNF's rules for
+    one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
+    one lexeme in the GBNF is a terminal here (its name in capitals), the rest
+    rules; None where no value fits."""
+    rules = _rules(GBNF_TOOLS or "")
+    value = _Arguments(rules, "v", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    rules = _rules(_written(rules))
+    terminals = _terminal(rules)
+
+    def name(gbnf_name):
+        found = "%s_%s" % (rule, gbnf_name.replace("-", "_"))
+        return found.upper() if gbnf_name in terminals else found.lower()
+
+    def token(found):
+        text = found.group()
+        if text[0] == '"':
+            return "/%s/" % _lark_regex(_gbnf_text(text))
+        if text[0] == "[":
+            return "/%s/" % _lark_class(text)
+        return name(text)
+
+    lines = [
+        "%s: %s\n" % (name(rule_name), _GBNF_TOKEN.sub(token, body))
+        for rule_name, body in rules.items()
+    ]
+    return name("root"), "".join(lines)
+
+
+def _gbnf_text(literal):
+    """The text a GBNF string literal (schema_gbnf's escapes) stands for."""
+    named = {"n": "\n", "r": "\r", "t": "\t"}
+    out, at, body = [], 0, literal[1:-1]
+    while at < len(body):
+        char = body[at]
+        if char != "\\":
+            out.append(char)
+            at += 1
+        elif body[at + 1] == "x":
+            out.append(chr(int(body[at + 2 : at + 4], 16)))
+            at += 4
+        else:
+            out.append(named.get(body[at + 1], body[at + 1]))
+            at += 2
+    return "".join(out)
+
+
+def _lark_class(gbnf_class):
+    """A GBNF character class as a regular expression (Rust's syntax): every
+    character written as its code point, ranges kept (an escaped "-" is the
+    character, one written between two characters a range)."""
+    body = gbnf_class[1:-1]
+    negated = body.startswith("^")
+    raw = body[negated:]
+    chars = []  # (the character, whether it was escaped)
+    at = 0
+    while at < len(raw):
+        if raw[at] == "\\":
+            step = 4 if raw[at + 1] == "x" else 2
+            chars.append((_gbnf_text('"%s"' % raw[at : at + step]), True))
+            at += step
+        else:
+            chars.append((raw[at], False))
+            at += 1
+    out = []
+    index = 0
+    while index < len(chars):
+        char = chars[index][0]
+        if index + 2 < len(chars) and chars[index + 1] == ("-", False):
+            out.append("\\x{%x}-\\x{%x}" % (ord(char), ord(chars[index + 2][0])))
+            index += 3
+        else:
+            out.append("\\x{%x}" % ord(char))
+            index += 1
+    return "[%s%s]" % ("^" if negated else "", "".join(out))
+
+
+def _lark_attribute(schema, root):
+    """The attribute before a unit's value that names its type, as the template
+    writes it for the types ``schema`` admits (an integer is a number too; any of
+    them for no schema): a regular expression."""
+    words = json.loads(_LARK["attributes"])
+    kinds = None if schema is None else _schema_kinds(schema, root)
+    if kinds is not None and "number" in kinds:
+        kinds = kinds | {"integer"}
+    found = [word for kind, word in words.items() if kinds is None or kind in kinds]
+    return "(?:%s)" % "|".join(dict.fromkeys(found or words.values()))
+
+
 def _lark_value(schema):
-    """(how a value of this JSON schema is checked: "text", "string", "scalar" or
-    "json"; for a scalar, the regular expression of its forms)."""
+    """(how a value of this JSON schema is checked: "text", "string", "scalar",
+    "enum" (a scalar the schema lists, a string among them) or "json"; for a
+    scalar, the regular expression of its forms)."""
     if not isinstance(schema, dict):
         return "text", ""
     values = schema.get("enum")
@@ -7419,6 +7804,9 @@ def _lark_value(schema):
                 refused = _LARK.get("enum-refuse")
                 if refused and refused in value:
                     return "string", ""
+                for quote in _LARK.get("enum-also", ""):
+                    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                    forms.append(_lark_regex(quote + escaped + quote))
                 if _LARK.get("enum-escape") == "json":
                     value = json.dumps(value, ensure_ascii=False)[1:-1]
                 forms.append(_LARK["enum"].replace("%%TEXT%%", _lark_regex(value)))
@@ -7428,7 +7816,8 @@ def _lark_value(schema):
                 forms.append(_lark_regex(json.dumps(value)))
             else:
                 return "json", ""  # an object or array: the schema checks it
-        return "scalar", "|".join(forms)
+        strings = any(isinstance(value, str) for value in values)
+        return "enum" if strings else "scalar", "|".join(forms)
     kind = schema.get("type")
     if kind == "string":
         return "string", ""
@@ -7445,6 +7834,17 @@ def _lark_value(schema):
     if kind in ("object", "array"):
         return "json", ""
     return "text", ""  # several types, anyOf, no type: any value the format reads
+
+
+def _lark_json(schema, strict):
+    """``%json`` of a (self-contained) JSON schema: its objects' members in the order
+    its ``properties`` list them, or, as templates that sort keys write them, every
+    object's sorted (``_sorted_keys``; the GBNF takes the same two)."""
+    found = "%json " + _lark_schema(schema, strict)
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return "(%s | %%json %s)" % (found, _lark_schema(other, strict))
 
 
 def _lark_schema(schema, strict):

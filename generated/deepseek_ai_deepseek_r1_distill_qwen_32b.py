@@ -562,7 +562,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*```json\\s*/ %%ARGS%% /\\s*```<｜tool▁call▁end｜>/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*```json\\s*\\s*/ %%ARGS%% /\\s*```<｜tool▁call▁end｜>/\n",
     "lead-full": "\\s*<｜tool▁calls▁begin｜>\\s*<｜tool▁call▁begin｜>\\s*function<｜tool▁sep｜>",
     "lead-rest": "\\s*<｜tool▁call▁begin｜>\\s*function<｜tool▁sep｜>",
     "lead-next": "\\s*\\s*<｜tool▁call▁begin｜>\\s*function<｜tool▁sep｜>",
@@ -580,4 +580,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

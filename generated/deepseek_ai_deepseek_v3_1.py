@@ -553,7 +553,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*<｜tool▁sep｜>/ %%ARGS%% /\\s*<｜tool▁call▁end｜>/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*<｜tool▁sep｜>\\s*/ %%ARGS%% /\\s*<｜tool▁call▁end｜>/\n",
     "lead-full": "\\s*<｜tool▁calls▁begin｜>\\s*<｜tool▁call▁begin｜>",
     "lead-rest": "\\s*<｜tool▁call▁begin｜>",
     "lead-next": "\\s*<｜tool▁call▁begin｜>",
@@ -571,4 +571,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

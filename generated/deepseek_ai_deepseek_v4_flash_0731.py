@@ -108,11 +108,24 @@ ARG_VALUE_SUFFIX: str = "</｜DSML｜parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = (
-    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" argument-attribute-closed tool-value ws'
+    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value ws'
 )
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</｜DSML｜parameter>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value ws'
+)
+TOOL_ATTRIBUTES: dict[str, str] = {
+    "array": '"false\\">"',
+    "boolean": '"false\\">"',
+    "integer": '"false\\">"',
+    "null": '"false\\">"',
+    "number": '"false\\">"',
+    "object": '"false\\">"',
+    "string": '"true\\">"',
+}
+TOOL_VALUE_CLOSE_EXACT: str = '"</｜DSML｜parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -196,6 +209,15 @@ SPEC = {
             "separator": "",
             "literal": "json",
             "string_attribute": "true",
+            "type_attributes": {
+                "array": "false",
+                "boolean": "false",
+                "integer": "false",
+                "null": "false",
+                "number": "false",
+                "object": "false",
+                "string": "true",
+            },
         },
         "end_of_turn_after_calls": [],
     },
@@ -284,10 +306,7 @@ GBNF = (
     'content-body-16-1 ::= [<] | "s" [<]\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\">]\n'
-    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-attribute-closed ::= ( "false\\">" | "true\\">" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "r>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -396,10 +415,7 @@ _GRAMMAR_THINKING = (
     'content-body-16-1 ::= [<] | "s" [<]\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\">]\n'
-    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-attribute-closed ::= ( "false\\">" | "true\\">" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "r>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -474,10 +490,7 @@ GBNF_TOOLS = (
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* ">"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\">]\n'
-    'argument-attribute-1-1 ::= [\\"]\n'
+    'argument-attribute-closed ::= ( "false\\">" | "true\\">" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "/｜DSML｜paramete" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "r>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -618,11 +631,21 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": '<｜DSML｜parameter name="',
             "key_end": '" string="',
             "value_start": '">',
+            "type_attributes": {
+                "array": "false",
+                "boolean": "false",
+                "integer": "false",
+                "null": "false",
+                "number": "false",
+                "object": "false",
+                "string": "true",
+            },
             "value_suffix": "</｜DSML｜parameter>\n",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -686,14 +709,16 @@ _LARK = {
     "lead-next": '\\s*<｜DSML｜invoke name="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
+    "attributes": '{"array": "false", "boolean": "false", "integer": "false", "null": "false", "number": "false", "object": "false", "string": "true"}',
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">(?s:.*)<\\/｜DSML｜parameter>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">(?s:.*)<\\/｜DSML｜parameter>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="[^"]*">/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
+    "unit-text": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }
@@ -708,4 +733,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

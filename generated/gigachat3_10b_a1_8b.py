@@ -60,12 +60,12 @@ __all__ = [
 
 # The format.
 STOP: list[str] = [
-    "<|message_sep|>",
     "</s>",
     "user<|role_sep|>",
     "function result<|role_sep|>",
     "system<|role_sep|>",
 ]
+TURN_END_ALSO: tuple[str, ...] = ("<|message_sep|>",)
 TRIGGERS: list[dict] = [
     {"type": 1, "value": "<|message_sep|>\n\nfunction call<|role_sep|>"}
 ]
@@ -490,4 +490,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -615,11 +615,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "",
             "key_end": ":",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "",
             "key_slot": "",
             "separator": ",",
             "string_open": '<|"|>',
             "string_close": '<|"|>',
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": {
@@ -712,6 +714,7 @@ _LARK = {
     "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*:/ arg_value\n",
     "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*:/ ARG_STRING\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*:(?:%%VALUE%%)/\n",
+    "unit-typed": "%%RULE%%: /\\s*%%KEY%%\\s*:/ %%TYPED%%\n",
     "name": "[^\\x{0}- \\{\\x{7f}]+",
 }
 
@@ -725,4 +728,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

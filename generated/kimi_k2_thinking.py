@@ -470,7 +470,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*:\\s*[0-9]+\\s*<\\|tool_call_argument_begin\\|>/ %%ARGS%% /\\s*<\\|tool_call_end\\|>/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*:\\s*[0-9]+\\s*<\\|tool_call_argument_begin\\|>\\s*/ %%ARGS%% /\\s*<\\|tool_call_end\\|>/\n",
     "lead-full": "\\s*<\\|tool_calls_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
     "lead-rest": "\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
     "lead-next": "\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
@@ -488,4 +488,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -116,11 +116,24 @@ NAME_ESCAPES: dict[str, str] = {"&amp;": "&", "&quot;": '"'}
 KEY_ESCAPES: dict[str, str] = {"&amp;": "&", "&quot;": '"'}
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = (
-    'ws "<|open|>argument key=\\"" ws tool-key ws "\\" type=\\"" argument-attribute-closed tool-value'
+    'ws "<|open|>argument key=\\"" ws tool-key ws "\\" type=\\"" tool-attribute tool-value'
 )
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "<|close|>argument<|sep|>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<|open|>argument key=\\"" ws tool-key ws "\\" type=\\"" tool-attribute tool-value'
+)
+TOOL_ATTRIBUTES: dict[str, str] = {
+    "array": '"array\\"<|sep|>"',
+    "boolean": '"boolean\\"<|sep|>"',
+    "integer": '"number\\"<|sep|>"',
+    "null": '"null\\"<|sep|>"',
+    "number": '"number\\"<|sep|>"',
+    "object": '"object\\"<|sep|>"',
+    "string": '"string\\"<|sep|>"',
+}
+TOOL_VALUE_CLOSE_EXACT: str = '"<|close|>argument<|sep|>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -212,6 +225,15 @@ SPEC = {
             "separator": "",
             "literal": "json",
             "string_attribute": "string",
+            "type_attributes": {
+                "array": "array",
+                "boolean": "boolean",
+                "integer": "number",
+                "null": "null",
+                "number": "number",
+                "object": "object",
+                "string": "string",
+            },
             "key_escapes": {"&": "&amp;", '"': "&quot;"},
         },
         "end_of_turn_after_calls": [],
@@ -350,20 +372,7 @@ GBNF = (
     'content-body-22-1 ::= [<] | "|" [<]\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* "<|sep|>"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\"<] | "<" argument-attribute-2-0\n'
-    'argument-attribute-1-1 ::= [\\"] | "<" argument-attribute-2-1\n'
-    'argument-attribute-2-0 ::= [^\\"|] | "|" argument-attribute-3-0\n'
-    'argument-attribute-2-1 ::= [\\"] | "|" argument-attribute-3-1\n'
-    'argument-attribute-3-0 ::= [^\\"s] | "s" argument-attribute-4-0\n'
-    'argument-attribute-3-1 ::= [\\"] | "s" argument-attribute-4-1\n'
-    'argument-attribute-4-0 ::= [^\\"e] | "e" argument-attribute-5-0\n'
-    'argument-attribute-4-1 ::= [\\"] | "e" argument-attribute-5-1\n'
-    'argument-attribute-5-0 ::= [^\\"p] | "p" argument-attribute-6-0\n'
-    'argument-attribute-5-1 ::= [\\"] | "p" argument-attribute-6-1\n'
-    'argument-attribute-6-0 ::= [^\\"|] | "|" [^\\">]\n'
-    'argument-attribute-6-1 ::= [\\"] | "|" [\\"]\n'
+    'argument-attribute-closed ::= ( "array\\"<|sep|>" | "boolean\\"<|sep|>" | "number\\"<|sep|>" | "null\\"<|sep|>" | "object\\"<|sep|>" | "string\\"<|sep|>" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "|c" argument-value-3-3* "lose|>argumen" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "t<|sep|>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -569,20 +578,7 @@ _GRAMMAR_NO_THINKING = (
     'content-body-22-1 ::= [<] | "|" [<]\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* "<|sep|>"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\"<] | "<" argument-attribute-2-0\n'
-    'argument-attribute-1-1 ::= [\\"] | "<" argument-attribute-2-1\n'
-    'argument-attribute-2-0 ::= [^\\"|] | "|" argument-attribute-3-0\n'
-    'argument-attribute-2-1 ::= [\\"] | "|" argument-attribute-3-1\n'
-    'argument-attribute-3-0 ::= [^\\"s] | "s" argument-attribute-4-0\n'
-    'argument-attribute-3-1 ::= [\\"] | "s" argument-attribute-4-1\n'
-    'argument-attribute-4-0 ::= [^\\"e] | "e" argument-attribute-5-0\n'
-    'argument-attribute-4-1 ::= [\\"] | "e" argument-attribute-5-1\n'
-    'argument-attribute-5-0 ::= [^\\"p] | "p" argument-attribute-6-0\n'
-    'argument-attribute-5-1 ::= [\\"] | "p" argument-attribute-6-1\n'
-    'argument-attribute-6-0 ::= [^\\"|] | "|" [^\\">]\n'
-    'argument-attribute-6-1 ::= [\\"] | "|" [\\"]\n'
+    'argument-attribute-closed ::= ( "array\\"<|sep|>" | "boolean\\"<|sep|>" | "number\\"<|sep|>" | "null\\"<|sep|>" | "object\\"<|sep|>" | "string\\"<|sep|>" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "|c" argument-value-3-3* "lose|>argumen" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "t<|sep|>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -699,20 +695,7 @@ GBNF_TOOLS = (
     'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
-    'argument-attribute-closed ::= argument-attribute-0-0* "\\"" argument-attribute-1-1* "<|sep|>"\n'
-    'argument-attribute-0-0 ::= [^\\"] | "\\"" argument-attribute-1-1* argument-attribute-1-0\n'
-    'argument-attribute-1-0 ::= [^\\"<] | "<" argument-attribute-2-0\n'
-    'argument-attribute-1-1 ::= [\\"] | "<" argument-attribute-2-1\n'
-    'argument-attribute-2-0 ::= [^\\"|] | "|" argument-attribute-3-0\n'
-    'argument-attribute-2-1 ::= [\\"] | "|" argument-attribute-3-1\n'
-    'argument-attribute-3-0 ::= [^\\"s] | "s" argument-attribute-4-0\n'
-    'argument-attribute-3-1 ::= [\\"] | "s" argument-attribute-4-1\n'
-    'argument-attribute-4-0 ::= [^\\"e] | "e" argument-attribute-5-0\n'
-    'argument-attribute-4-1 ::= [\\"] | "e" argument-attribute-5-1\n'
-    'argument-attribute-5-0 ::= [^\\"p] | "p" argument-attribute-6-0\n'
-    'argument-attribute-5-1 ::= [\\"] | "p" argument-attribute-6-1\n'
-    'argument-attribute-6-0 ::= [^\\"|] | "|" [^\\">]\n'
-    'argument-attribute-6-1 ::= [\\"] | "|" [\\"]\n'
+    'argument-attribute-closed ::= ( "array\\"<|sep|>" | "boolean\\"<|sep|>" | "number\\"<|sep|>" | "null\\"<|sep|>" | "object\\"<|sep|>" | "string\\"<|sep|>" )\n'
     'argument-value-closed ::= argument-value-0-0* "<" argument-value-1-1* "|c" argument-value-3-3* "lose|>argumen" argument-value-closed-from-16\n'
     'argument-value-closed-from-16 ::= "t<|sep|>"\n'
     'argument-value-0-0 ::= [^<] | "<" argument-value-1-1* argument-value-1-0\n'
@@ -869,11 +852,21 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": '<|open|>argument key="',
             "key_end": '" type="',
             "value_start": '"<|sep|>',
+            "type_attributes": {
+                "array": "array",
+                "boolean": "boolean",
+                "integer": "number",
+                "null": "null",
+                "number": "number",
+                "object": "object",
+                "string": "string",
+            },
             "value_suffix": "<|close|>argument<|sep|>",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -941,14 +934,16 @@ _LARK = {
     "lead-next": '\\s*<\\|open\\|>\\s*call tool="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
+    "attributes": '{"array": "array", "boolean": "boolean", "integer": "number", "null": "null", "number": "number", "object": "object", "string": "string"}',
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="[^"]*"<\\|sep\\|>/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-text": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }
@@ -963,4 +958,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

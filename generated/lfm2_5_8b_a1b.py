@@ -421,11 +421,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "",
             "key_end": "=",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "",
             "key_slot": "",
             "separator": ", ",
             "string_open": "'",
             "string_close": "'",
+            "quotes_also": ['"'],
             "python": True,
             "json_containers": False,
             "own": None,
@@ -507,6 +509,7 @@ _LARK = {
     "null": "null|None",
     "enum-refuse": "'",
     "enum": "'%%TEXT%%'",
+    "enum-also": '"',
     "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*=/ arg_value\n",
     "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ (ARG_STRING | ARG_STRING_ALSO)\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*=(?:%%VALUE%%)/\n",
@@ -523,4 +526,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -335,7 +335,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*>/ %%ARGS%% /\\s*<\\/function>/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*>\\s*/ %%ARGS%% /\\s*<\\/function>/\n",
     "lead-full": "\\s*<function=",
     "lead-rest": "",
     "lead-next": "\\s*<function=",
@@ -353,4 +353,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

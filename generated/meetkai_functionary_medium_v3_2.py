@@ -357,7 +357,7 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*\\s*/ %%ARGS%%\n",
     "lead-full": "",
     "lead-rest": "",
     "lead-next": "\\s*>>>",
@@ -375,4 +375,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -103,6 +103,8 @@ TOOL_UNIT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</parameter>"'
+TOOL_UNIT_EXACT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+TOOL_VALUE_CLOSE_EXACT: str = '"</parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -418,11 +420,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": '<parameter name="',
             "key_end": '">',
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "</parameter>\n",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -493,7 +497,8 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">/ %%JSON%% /\\s*<\\/parameter>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }
@@ -508,4 +513,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -101,6 +101,8 @@ TOOL_UNIT: str = 'ws "[<" ws tool-key ws ">" tool-value'
 TOOL_RAW_VALUE: str = 'argument-value-closed+ tool-key ">]<]minimax[>"'
 TOOL_ANY_VALUE: str = 'argument-value-closed+ tool-key ">]<]minimax[>"'
 TOOL_VALUE_CLOSE: str = 'ws "]<]minimax[>[</" tool-key ">]<]minimax[>"'
+TOOL_UNIT_EXACT: str = 'ws "[<" ws tool-key ws ">" tool-value'
+TOOL_VALUE_CLOSE_EXACT: str = '"]<]minimax[>[</" tool-key ">]<]minimax[>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_RAW_KINDS: tuple[str, ...] = ("object", "array")
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
@@ -494,11 +496,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "[<",
             "key_end": ">",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "]<]minimax[>[</{key}>]<]minimax[>",
             "key_slot": "{key}",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -569,6 +573,7 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-scalar": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-enum": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>(?:%%VALUE%%)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }
@@ -583,4 +588,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -211,12 +211,12 @@ GBNF = (
     'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
     'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
     'calls-more-part ::= ( ws "[INST]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'arguments-open-2 ::= ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
+    'arguments-open-2 ::= ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
 )
@@ -249,12 +249,12 @@ GBNF_TOOLS = (
     'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
     'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
     'calls-more-part ::= ( ws "[INST]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws\n'
+    'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
 )
 
@@ -263,14 +263,14 @@ GBNF_TOOLS = (
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
         "calls-more": '( ws "[INST]" )* end',
-        "arguments-open": 'ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
+        "arguments-open": 'ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
         "calls-more": '( ws "[INST]" )* end',
-        "arguments-open": 'ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
+        "arguments-open": 'ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -278,7 +278,7 @@ _GRAMMAR_CHOICES = {
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
         "calls-more": '( ws "[INST]" )* end',
-        "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[CALL_ID]" ws call-id ws "[ARGS]" ws "{" ws',
+        "arguments-open": '"[TOOL_CALLS]" ws tool-name "[CALL_ID]" ws call-id "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
     },
@@ -296,38 +296,38 @@ _STRUCTURAL_TAG: dict = {
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", "[CALL_ID]"],
+                ["text", "[CALL_ID]", True],
                 [
                     "regex",
                     "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u005B\\u007F]+",
                 ],
-                ["text", "[ARGS]"],
+                ["text", "[ARGS]", True],
                 ["arguments"],
                 ["end", [""]],
             ],
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", "[CALL_ID]"],
+                ["text", "[CALL_ID]", True],
                 [
                     "regex",
                     "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u005B\\u007F]+",
                 ],
-                ["text", ""],
+                ["text", "", True],
                 ["arguments"],
                 ["end", [""]],
             ],
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", "[ARGS]"],
+                ["text", "[ARGS]", True],
                 ["arguments"],
                 ["end", [""]],
             ],
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", ""],
+                ["text", "", True],
                 ["arguments"],
                 ["end", [""]],
             ],
@@ -361,7 +361,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\s*\\[CALL_ID\\]\\s*[\\-\\.0-:A-Z_a-z]+(?:\\s*\\[ARGS\\]|)|\\s*\\[ARGS\\]|)/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\[CALL_ID\\]\\s*[\\-\\.0-:A-Z_a-z]+(?:\\[ARGS\\]|)|\\[ARGS\\]|)\\s*/ %%ARGS%%\n",
     "lead-full": "\\s*\\[TOOL_CALLS\\]",
     "lead-rest": "",
     "lead-next": "\\s*\\[TOOL_CALLS\\]",
@@ -379,4 +379,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -223,12 +223,12 @@ GBNF = (
     'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
     'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
     'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'arguments-open-2 ::= ws tool-name ws "[ARGS]" ws "{" ws\n'
+    'arguments-open-2 ::= ws tool-name "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "[" reasoning-body-1-1* ( "/" ( "T" ( "H" ( "I" ( "N" ( "K" )? )? )? )? )? )? )?\n'
@@ -277,12 +277,12 @@ GBNF_TOOLS = (
     'json-char ::= [^"\\\\\\x00-\\x1F] | json-escape\n'
     'json-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\n'
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
-    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
     'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws\n'
+    'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
 )
 
@@ -291,7 +291,7 @@ GBNF_TOOLS = (
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
         "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
-        "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
+        "arguments-open": 'ws tool-name "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -302,7 +302,7 @@ _GRAMMAR_CHOICES = {
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
         "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
-        "arguments-open": 'ws tool-name ws "[ARGS]" ws "{" ws',
+        "arguments-open": 'ws tool-name "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -310,7 +310,7 @@ _GRAMMAR_CHOICES = {
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
         "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" ) )* end',
-        "arguments-open": '"[TOOL_CALLS]" ws tool-name ws "[ARGS]" ws "{" ws',
+        "arguments-open": '"[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
     },
@@ -347,14 +347,14 @@ _STRUCTURAL_TAG: dict = {
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", "[ARGS]"],
+                ["text", "[ARGS]", True],
                 ["arguments"],
                 ["end", [""]],
             ],
             [
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
-                ["text", ""],
+                ["text", "", True],
                 ["arguments"],
                 ["end", [""]],
             ],
@@ -415,7 +415,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\s*\\[ARGS\\]|)/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\[ARGS\\]|)\\s*/ %%ARGS%%\n",
     "lead-full": "\\s*\\[TOOL_CALLS\\]",
     "lead-rest": "",
     "lead-next": "\\s*\\[TOOL_CALLS\\]",
@@ -433,4 +433,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

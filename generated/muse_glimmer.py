@@ -112,6 +112,10 @@ TOOL_UNIT: str = 'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</atem:parameter>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</atem:parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -489,11 +493,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": '<atem:parameter name="',
             "key_end": '">',
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "</atem:parameter>\n",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -564,7 +570,8 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/atem:parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/atem:parameter>/\n',
+    "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "<\\x{7f}]+',
 }
@@ -579,4 +586,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

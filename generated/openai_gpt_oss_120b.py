@@ -599,7 +599,7 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\s*<\\|channel\\|>\\s*commentary json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary <\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis json<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>analysis<\\|message\\|>)/ %%ARGS%% /(?:(?:\\s*<\\|call\\|>|\\s*<\\|end\\|>))?/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\s*<\\|channel\\|>\\s*commentary json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary <\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis json<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>analysis<\\|message\\|>)\\s*/ %%ARGS%% /(?:(?:\\s*<\\|call\\|>|\\s*<\\|end\\|>))?/\n",
     "lead-full": "\\s*to=functions\\.",
     "lead-rest": "",
     "lead-next": "\\s*to=functions\\.",
@@ -617,4 +617,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

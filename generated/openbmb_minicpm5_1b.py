@@ -107,6 +107,8 @@ TOOL_UNIT: str = 'ws "<param name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</param>"'
+TOOL_UNIT_EXACT: str = 'ws "<param name=\\"" ws tool-key ws "\\">" tool-value'
+TOOL_VALUE_CLOSE_EXACT: str = '"</param>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -638,11 +640,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": '<param name="',
             "key_end": '">',
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "</param>",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": True,
             "json_containers": False,
             "own": None,
@@ -715,6 +719,8 @@ _LARK = {
     "unit-text": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-scalar": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/param>/\n',
+    "unit-enum": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/param>/\n',
+    "unit-typed": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*/ %%TYPED%% /\\s*<\\/param>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }
@@ -729,4 +735,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

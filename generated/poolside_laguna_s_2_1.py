@@ -107,6 +107,10 @@ TOOL_UNIT: str = 'ws "<arg_key>" ws tool-key ws "</arg_key><arg_value>" tool-val
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</arg_value>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<arg_key>" ws tool-key ws "</arg_key><arg_value>" tool-value'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</arg_value>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -496,11 +500,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "<arg_key>",
             "key_end": "</arg_key><arg_value>",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "</arg_value>",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -571,7 +577,8 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>/ %%JSON%% /\\s*<\\/arg_value>/\n",
+    "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
+    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*/ %%JSON%% /\\s*<\\/arg_value>/\n",
     "enum": "%%TEXT%%",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }
@@ -586,4 +593,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

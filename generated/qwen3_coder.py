@@ -93,6 +93,8 @@ TOOL_UNIT: str = 'ws "<parameter=" ws tool-key ws ">" ws tool-value ws'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</parameter>"'
+TOOL_UNIT_EXACT: str = 'ws "<parameter=" ws tool-key ws ">" "\\n"? tool-value ws'
+TOOL_VALUE_CLOSE_EXACT: str = '"\\n"? "</parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -379,11 +381,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "<parameter=",
             "key_end": ">\n",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "\n</parameter>\n",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": True,
             "json_containers": True,
             "own": None,
@@ -433,7 +437,8 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
-    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
+    "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
+    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }
@@ -448,4 +453,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

@@ -109,6 +109,10 @@ TOOL_UNIT: str = (
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</arg_value:opensource>"'
+TOOL_UNIT_EXACT: str = (
+    'ws "<arg_key:opensource>" ws tool-key ws "</arg_key:opensource>\\n<arg_value:opensource>" tool-value ws'
+)
+TOOL_VALUE_CLOSE_EXACT: str = '"</arg_value:opensource>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
@@ -526,11 +530,13 @@ _STRUCTURAL_TAG: dict = {
             "key_prefix": "<arg_key:opensource>",
             "key_end": "</arg_key:opensource>\n<arg_value:opensource>",
             "value_start": "",
+            "type_attributes": {},
             "value_suffix": "</arg_value:opensource>\n",
             "key_slot": "",
             "separator": "",
             "string_open": "",
             "string_close": "",
+            "quotes_also": [],
             "python": False,
             "json_containers": False,
             "own": None,
@@ -601,7 +607,8 @@ _LARK = {
     "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*(?:%%VALUE%%)\\s*<\\/arg_value:opensource>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
+    "unit-enum": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?:%%VALUE%%)<\\/arg_value:opensource>/\n",
+    "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- <\\x{7f}]+",
 }
@@ -616,4 +623,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

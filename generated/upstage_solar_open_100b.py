@@ -475,7 +475,7 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*[^\\x{0}- <\\x{7f}]+\\s*<\\|tool_call:name\\|>\\s*%%NAME%%\\s*<\\|tool_call:args\\|>/ %%ARGS%% /\\s*<\\|tool_call:end\\|>/\n",
+    "call": "call_%%I%%: /%%LEAD%%\\s*[^\\x{0}- <\\x{7f}]+\\s*<\\|tool_call:name\\|>\\s*%%NAME%%\\s*<\\|tool_call:args\\|>\\s*/ %%ARGS%% /\\s*<\\|tool_call:end\\|>/\n",
     "lead-full": "\\s*<\\|tool_calls\\|>\\s*<\\|tool_call:begin\\|>",
     "lead-rest": "\\s*<\\|tool_call:begin\\|>",
     "lead-next": "\\s*<\\|tool_call:begin\\|>",
@@ -493,4 +493,4 @@ _LARK = {
     lark_grammar,
     prepare_messages,
     compile_tools,
-) = _runtime.bind(globals(), 3)
+) = _runtime.bind(globals(), 4)

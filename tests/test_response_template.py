@@ -194,9 +194,13 @@ def _disagreements(slug: str, known: bool = False) -> tuple[int, list[str], int]
             continue
         compared += 1
         readings = _readings(slug, case, template)
-        if module.STOP:
-            # the end-of-turn marker a model writes last, which parse strips
-            for stop in (module.STOP[0], module.STOP[0] + "\n"):
+        # The template's end-of-turn marker, which a model writes last and parse
+        # strips: the first of STOP, or one kept out of STOP because a call's opener
+        # begins with it (GigaChat 3's <|message_sep|>: TURN_END_ALSO, written only
+        # where a module has one).
+        ends = [*getattr(module, "TURN_END_ALSO", ()), *module.STOP]
+        if ends:
+            for stop in (ends[0], ends[0] + "\n"):
                 readings[f"parse_response + {stop!r}"] = chat_parsing.parse_response(
                     case.text + stop, template, prefix=case.prefix, tools=case.tools
                 )

@@ -263,9 +263,7 @@ INTEGER = {"integer too large", "integer too small", "leading zero"}
 ARRAY = {"too many items", "too few items"}
 STRINGS = {"string too long", "string too short"}
 # Per format and export, what is refused. Strict: a breach that starts being refused
-# joins its set (docs/exports.md says what each leaves unbounded, and why). Merged with
-# s10-live2 (Gemma 4's own arrays typed, the GBNF's rules translated to Lark), Gemma 4's
-# GBNF and Lark refuse ARRAY's breaches too.
+# joins its set (docs/exports.md says what each leaves unbounded, and why).
 REFUSED = {
     # a JSON object: every bound, in the GBNF and in Lark's %json
     "nousresearch_hermes_2_pro_llama_3_8b_tool_use": {
@@ -278,8 +276,9 @@ REFUSED = {
     # Python literals: Lark types an array as any value (the GBNF's rules reach it
     # with s10-live2), and a string as the quoted text
     "lfm2_5_8b_a1b": {"gbnf": INTEGER | ARRAY | STRINGS, "lark": INTEGER},
-    # its own syntax: a string is the text up to <|"|>, uncounted; an array any value
-    "google_gemma_4_31b_it": {"gbnf": INTEGER, "lark": INTEGER},
+    # its own syntax: a string is the text up to <|"|>, uncounted; an array typed
+    # by the GBNF's rules for it, in Lark too
+    "google_gemma_4_31b_it": {"gbnf": INTEGER | ARRAY, "lark": INTEGER | ARRAY},
 }
 
 

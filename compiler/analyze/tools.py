@@ -655,6 +655,12 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
             elif shared_tail.strip() and rest_a[: len(rest_a) - len(shared_tail)]:
                 # The attribute's word for a string, which the model writes too.
                 arguments["string_attribute"] = rest_a[: len(rest_a) - len(shared_tail)]
+                words = _type_attributes(
+                    renders, where, unit, one_block, found, key_prefix, common, shared_tail
+                )
+                if words is not None:
+                    words["string"] = arguments["string_attribute"]
+                    arguments["type_attributes"] = dict(sorted(words.items()))
         if not arguments["key_end"]:
             raise NotUnderstood("nothing ends an argument's key")
     flag = _second_value_text(renders, FLAG, where, unit, one_block, found, key_prefix)
@@ -707,6 +713,40 @@ def _tagged_arguments(unit: str, renders: _Renders, where, result) -> tuple[dict
     arguments.update(_written_text(renders, where, unit, one_block, found, key_prefix, arguments, result))
     span = (len(found.head), len(unit) - len(found.tail))
     return arguments, span
+
+
+# A value of each JSON type but a string (an object and an array of a string each),
+# to read the attribute the template names that type with.
+TYPE_SAMPLES = {
+    "integer": NUMBER,
+    "number": 2.5,
+    "boolean": True,
+    "null": None,
+    "object": {samples.ARGUMENT: samples.ARGUMENT_VALUE_2},
+    "array": [samples.ARGUMENT_VALUE_2],
+}
+
+
+def _type_attributes(renders, where, unit, one_block, found, key_prefix, common, tail):
+    """JSON type → the word the template's attribute names it with (the text between
+    ``common`` and ``tail`` before the value), for the types but a string; None where
+    a call with such a value does not render alike or writes no such word."""
+    words = {}
+    for kind, value in TYPE_SAMPLES.items():
+        call = {samples.ARGUMENT: samples.ARGUMENT_VALUE, samples.ARGUMENT_2: value}
+        rest = _second_rest(renders, call, where, unit, one_block, found, key_prefix)
+        if rest is None or not rest.startswith(common):
+            return None
+        # The value after the attribute (whose word may spell it: type="null").
+        ends = [rest.find(tail + form, len(common)) for form in (literal.json.dumps(value), str(value))]
+        ends = [at for at in ends if at >= 0]
+        if not ends:
+            return None
+        word = rest[len(common) : min(ends)]
+        if not word.strip() or samples.probe_in(word) is not None:
+            return None
+        words[kind] = word
+    return words
 
 
 def _second_value_text(renders, arguments, where, unit, one_block, found, key_prefix):

@@ -68,6 +68,9 @@ KEY_SLOT = "{key}"
 ARGUMENTS_RULE = "tool-arguments"
 KEY_HOLE = "tool-key"
 VALUE_HOLE = "tool-value"
+# ... and the attribute before the value that names its type, where the template
+# writes one word per type (``TOOL_ATTRIBUTES``).
+ATTRIBUTE_HOLE = "tool-attribute"
 
 
 # -- text in which given strings do not occur -------------------------------------------
@@ -526,6 +529,12 @@ def _marker(text: str, lead: bool = True) -> str:
     return " ".join(before + [literal(core)] + [_trail(text)]).strip()
 
 
+def _optional(text: str) -> str:
+    """``text`` (whitespace a literal writes) once or not at all, as the reader takes
+    it; "" for none."""
+    return f"{literal(text)}?" if text else ""
+
+
 def _join(texts: list[str]) -> str:
     """GBNF texts in a row, one whitespace rule (the wider) where two would meet."""
     out = ""
@@ -686,11 +695,18 @@ class _Grammar:
             closing = self.closer(calls.end)
             return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
         pieces = []
-        for part in calls.parts:
+        for part, options in zip(calls.parts, calls.part_options, strict=True):
             hole, after = part.hole, part.after
             if hole in ("name", "id"):
                 rule = NAME_RULE if hole == "name" else "call-id"
                 rule = self.hole_rule(rule, calls.parts, hole)
+                if any(not text.strip() for text, _ in options):
+                    # The reader may also end the name at its word's end (real
+                    # outputs leave the literal out): whitespace after the word ends
+                    # it there, so the literal follows the word as written.
+                    close = _join([literal(after.rstrip()), _trail(after)]) if after.strip() else ""
+                    pieces.append(_Piece(_join(["ws", rule, close])))
+                    continue
                 pieces.append(_Piece(_join(["ws", rule, _marker(after)])))
             elif hole == "index":
                 pieces.append(_Piece(_join(["ws", "[0-9]+", _marker(after)])))
@@ -735,17 +751,36 @@ class _Grammar:
         else:
             key = self.add("argument-key", _class(*chars, repeated=True))
 
-        def head_of(key: str) -> str:
-            head = _join([_marker(arguments.key_prefix), "ws", key, "ws",
-                          _marker(key_end, lead=False)])  # fmt: skip
+        def head_of(key: str, exact: bool = False, attribute: str = "argument-attribute-closed") -> str:
+            """A unit's text up to its value; ``exact``: the whitespace the last
+            literal ends with as the reader takes it (once, or not at all), where
+            more would be the value's own text (a suffixed value)."""
+            last = arguments.value_start or key_end
+            end = literal(key_end.strip()) if exact and not arguments.value_start else (
+                _marker(key_end, lead=False))  # fmt: skip
+            head = _join([_marker(arguments.key_prefix), "ws", key, "ws", end])
             if arguments.value_start:
-                head = _join([head, "argument-attribute-closed", _trail(arguments.value_start)])
+                head = _join([head, attribute] + (
+                    [] if exact else [_trail(arguments.value_start)]))  # fmt: skip
+            if exact:
+                head = _join([head, _optional(last[len(last.rstrip()):])])
             return head
 
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for a type where the analysis read them (a tool's
+        # schema picks the one its value's type has: ``tool-attribute``), else any
+        # text up to value_start.
+        unit_attribute = "argument-attribute-closed"
         if arguments.value_start:
-            # What stands between the key and the value (an attribute naming its type).
             start = arguments.value_start.strip()
-            self.extend(without("argument-attribute", start, closed="argument-attribute-closed"))
+            words = dict(arguments.type_attributes)
+            if words:
+                written = {kind: literal(word + start) for kind, word in words.items()}
+                self.add("argument-attribute-closed", _alternatives(list(dict.fromkeys(written.values()))))
+                self.hooks["TOOL_ATTRIBUTES"] = written
+                unit_attribute = ATTRIBUTE_HOLE
+            else:
+                self.extend(without("argument-attribute", start, closed="argument-attribute-closed"))
         head = head_of(key)
         separator = _marker(arguments.separator)
         # What a tool's schema replaces (runtime/schema_gbnf.py): one unit, ``tool-key``
@@ -770,6 +805,10 @@ class _Grammar:
             if before and after is not None:
                 value = _join([value, key, literal(after) if after else ""])
                 close += [KEY_HOLE, literal(after) if after else ""]
+            # A value written as it is (a string: an enum's, a const's) is the text
+            # between the key's literal and the suffix less one run of the whitespace
+            # each writes there (the reader's _read_to): no other whitespace around it.
+            exact_close = [_optional(suffix[: len(suffix) - len(suffix.lstrip())])] + close[1:]
             unit = self.add("argument", _join([head, value, _trail(suffix)]))
             raw = value
             if before and after is not None:
@@ -777,10 +816,14 @@ class _Grammar:
                 # are closed by closers that name theirs).
                 raw = _join(["argument-value-closed+", KEY_HOLE, literal(after) if after else ""])
             self.hooks.update(
-                TOOL_UNIT=_join([head_of(KEY_HOLE), VALUE_HOLE, _trail(suffix)]),
+                TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]),
                 TOOL_RAW_VALUE=raw,
                 TOOL_ANY_VALUE=raw,
                 TOOL_VALUE_CLOSE=_join(close),
+                TOOL_UNIT_EXACT=_join(
+                    [head_of(KEY_HOLE, exact=True, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]
+                ),
+                TOOL_VALUE_CLOSE_EXACT=_join(exact_close),
             )
             if not separator:
                 return f"{unit}*", True
@@ -800,7 +843,7 @@ class _Grammar:
             options.append(self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True)))
         value = _alternatives(options)
         self.hooks.update(
-            TOOL_UNIT=_join([head_of(KEY_HOLE), VALUE_HOLE]),
+            TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE]),
             TOOL_RAW_VALUE=options[0] if arguments.string_open else "argument-word",
             TOOL_ANY_VALUE=value,
         )

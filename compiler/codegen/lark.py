@@ -16,9 +16,12 @@ them as the parts of a module's ``_LARK``:
   its arguments (``%%ARGS%%``) and its label in rule names (``%%I%%``) left open;
 - ``arguments``: ``json`` (``%json`` of the tool's schema), ``units`` (key/value
   units made of the ``unit-…`` templates: ``%%RULE%%``, ``%%KEY%%``, ``%%VALUE%%``,
-  ``%%JSON%%``), or a rule of the format's own (arguments no schema can type);
+  ``%%JSON%%``, ``%%TYPED%%``: a Python literal's or own-syntax value's rule, ``%%ATTR%%``: the attribute naming the value's type, one of the
+  words ``attributes`` (JSON: type → regular expression) gives), or a rule of the
+  format's own (arguments no schema can type);
 - ``name``, ``key``: any name, any key, as the reader takes them; ``separator``,
-  ``enum`` (``%%TEXT%%``), ``enum-escape``, ``enum-refuse``, ``true``, ``false``,
+  ``enum`` (``%%TEXT%%``), ``enum-escape``, ``enum-refuse``, ``enum-also`` (other
+  quotes a string may stand between), ``true``, ``false``,
   ``null``: how a unit's values are written.
 
 How llguidance reads it (tests/test_lark.py runs every grammar one token per byte): a
@@ -36,6 +39,7 @@ Every string from a template reaches the grammar through ``_lark_regex`` (escape
 
 from __future__ import annotations
 
+import json
 import string
 
 from ..charclass import NOT_IN_NAMES, class_body, marker_pieces, name_class
@@ -173,16 +177,19 @@ class _Lark:
         """(the literal's pieces, its trailing whitespace), as the reader cuts them."""
         return marker_pieces(literal, self.tokens)
 
-    def marker(self, text: str, lead: bool = True, skip: int = 0) -> str:
+    def marker(self, text: str, lead: bool = True, skip: int = 0, exact: bool = False) -> str:
         """A literal as the reader matches it: any whitespace before it (``lead``) and
-        between its pieces, and after it where it ends with some; less its first
-        ``skip`` pieces."""
+        between its pieces, and after it where it ends with some (``exact``: that
+        whitespace once or not at all, as the reader takes it before a value
+        written as it is); less its first ``skip`` pieces."""
         pieces, trail = self.pieces(text)
         if not pieces:
             return WS if text and lead else ""
         body = "".join(WS + rx(piece) for piece in pieces[skip:])
         if not lead and not skip:
             body = body[len(WS) :]
+        if exact:
+            return body + (f"(?:{rx(trail)})?" if trail else "")
         return body + (WS if trail else "")
 
     def closer(self, *texts: str) -> str:
@@ -267,8 +274,19 @@ class _Lark:
         part = self.calls.parts[index]
         hole = {"name": "%%NAME%%", "index": "[0-9]+"}.get(part.hole) or self.name_class("id")
         options = [(part.after, 0), *self.calls.part_options[index]]
+        # Where a literal that is only whitespace (or none) may end the hole, the
+        # reader ends it at its word's end: whitespace after the word does, so each
+        # literal follows the word as written.
+        tight = part.hole != "index" and any(not text.strip() for text, _ in options)
+
+        def ending(text: str) -> str:
+            if not tight or not text.strip():
+                return self.marker(text)
+            lead = text[: len(text) - len(text.lstrip())]
+            return rx(lead) + self.marker(text, lead=False)
+
         return WS + hole + _any_of(
-            [self.marker(text) + self.holes(index + 1 + skip, stop) for text, skip in options]
+            [ending(text) + self.holes(index + 1 + skip, stop) for text, skip in options]
         )
 
     def call(self) -> None:
@@ -283,10 +301,13 @@ class _Lark:
         part = calls.parts[at]
         closing = self.closer(part.after, *(text for text, _ in calls.part_options[at]))
         tail = closing + self.holes(at + 1, len(holes))
-        items = ["%%LEAD%%" + self.holes(0, at), _Ref("%%ARGS%%"), tail]
-        self.add("call_%%I%%", _seq(items), part="call")
         arguments = calls.arguments
         assert arguments is not None
+        # Whitespace before a JSON (or Python) value, as the reader skips it: in
+        # the lexeme before it (%json starts at the value's first character).
+        space = "" if arguments.units else WS
+        items = ["%%LEAD%%" + self.holes(0, at) + space, _Ref("%%ARGS%%"), tail]
+        self.add("call_%%I%%", _seq(items), part="call")
         if arguments.units:
             self.units(part.after)
         elif arguments.literal == "python":
@@ -367,12 +388,24 @@ class _Lark:
         # A key holds no space and does not start what may come instead of a unit.
         firsts = "".join(text.strip()[:1] for text in (arguments.separator, closing))
         self.out["key"] = _class(_intersection(name_class(arguments.key_end), (True, firsts))) + "+"
-        head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
-        head += self.marker(arguments.key_end, lead=False)
+        key_head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
         start = arguments.value_start
         if start.strip():
-            # What stands between the key and the value (an attribute naming its type).
-            head += _class((True, start.strip()[0])) + "*" + self.marker(start, lead=False)
+            # What stands between the key and the value (an attribute naming its type):
+            # the template's word for each type where the analysis read them (the
+            # tool's schema picks one: ``%%ATTR%%``), else any text before the mark.
+            key_head += self.marker(arguments.key_end, lead=False)
+            words = dict(arguments.type_attributes)
+            if words:
+                self.out["attributes"] = json.dumps({kind: rx(word) for kind, word in words.items()})
+                key_head += "%%ATTR%%"
+            else:
+                key_head += _class((True, start.strip()[0])) + "*"
+            head = key_head + self.marker(start, lead=False)
+            exact = key_head + self.marker(start, lead=False, exact=True)
+        else:
+            head = key_head + self.marker(arguments.key_end, lead=False)
+            exact = key_head + self.marker(arguments.key_end, lead=False, exact=True)
         separator = arguments.separator
         if separator.strip():
             self.out["separator"] = f"/{self.marker(separator)}/"
@@ -380,8 +413,8 @@ class _Lark:
             self.out["separator"] = r"/\s+/" if separator else ""
         literal = self.calls.literal
         if arguments.syntax is not None:
-            words = arguments.syntax.true_word, arguments.syntax.false_word, arguments.syntax.null_word
-            forms = [rx(word) for word in words]
+            own = arguments.syntax
+            forms = [rx(word) for word in (own.true_word, own.false_word, own.null_word)]
         elif literal == "python":
             forms = ["true|True", "false|False", "null|None"]
         else:
@@ -397,11 +430,20 @@ class _Lark:
             self.out["unit-text"] = f"%%RULE%%[lazy]: /{head}{ANY}{suffix}/\n"
             self.out["unit-string"] = self.out["unit-text"]
             self.out["unit-scalar"] = f"%%RULE%%: /{head}{WS}(?:%%VALUE%%){WS}{suffix}/\n"
+            # A string the schema lists is read as written: no whitespace around it
+            # but what the key's literal ends with and the suffix starts with, once.
+            lead = arguments.value_suffix[: len(arguments.value_suffix) - len(arguments.value_suffix.lstrip())]
+            before = f"(?:{rx(lead)})?" if lead else ""
+            self.out["unit-enum"] = f"%%RULE%%: /{exact}(?:%%VALUE%%){before}{suffix}/\n"
             if arguments.elements is None and "json" in (literal, arguments.containers):
                 # Objects and arrays written as JSON, held to their schema (where the
                 # template writes them as Python literals, or the analysis could not
                 # tell, any value is read, as text).
-                self.out["unit-json"] = f"%%RULE%%: /{head}/ %%JSON%% /{WS}{suffix}/\n"
+                self.out["unit-json"] = f"%%RULE%%: /{head}{WS}/ %%JSON%% /{WS}{suffix}/\n"
+            elif arguments.elements is None and literal == "python":
+                # ... or as Python literals, held to their schema by the GBNF's rules
+                # for such a value (``%%TYPED%%``: compiler/runtime/lark.py).
+                self.out["unit-typed"] = f"%%RULE%%: /{head}{WS}/ %%TYPED%% /{WS}{suffix}/\n"
             self.out["enum"] = "%%TEXT%%"
             return
         # A value the reader finds the end of: a string between the format's marks
@@ -423,6 +465,8 @@ class _Lark:
                 strings = [_quoted(quote) for quote in arguments.string_quotes_also]
                 self.add("ARG_STRING_ALSO", f"/{'|'.join(strings)}/")
                 string_rule = "(ARG_STRING | ARG_STRING_ALSO)"
+                # ... an enum's strings too, each escaped as Python escapes it there.
+                self.out["enum-also"] = "".join(arguments.string_quotes_also)
         else:
             string_rule = "PY_STRING" if literal == "python" else "JSON_STRING"
             self.out["enum"] = rx('"') + "%%TEXT%%" + rx('"')
@@ -437,6 +481,10 @@ class _Lark:
         self.out["unit-text"] = f"%%RULE%%: /{head}/ arg_value\n"
         self.out["unit-string"] = f"%%RULE%%: /{head}/ {string_rule}\n"
         self.out["unit-scalar"] = f"%%RULE%%: /{head}(?:%%VALUE%%)/\n"
+        if arguments.syntax is not None:
+            # Objects and arrays in the template's own syntax, held to their schema
+            # by the GBNF's rules for such a value (``%%TYPED%%``).
+            self.out["unit-typed"] = f"%%RULE%%: /{head}/ %%TYPED%%\n"
 
     def calls_rules(self) -> None:
         """Where the calls begin (after the trigger, or from their opener) and what

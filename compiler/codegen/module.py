@@ -126,7 +126,8 @@ def constants(fmt: models.Format) -> dict[str, Any]:
     reasoning, content, calls = fmt.reasoning, fmt.content, fmt.calls
     values.update(
         SPEC=fmt.spec,
-        STOP=list(fmt.stop),
+        STOP=list(fmt.stop_strings),
+        TURN_END_ALSO=tuple(stop for stop in fmt.stop if stop not in fmt.stop_strings),
         TRIGGERS=fmt.llama_cpp_triggers(),
         PRESERVED_TOKENS=list(fmt.preserved_tokens),
         TOKEN_IDS=fmt.token_ids,

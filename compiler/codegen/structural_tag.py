@@ -23,9 +23,11 @@ What each part means:
   - ``section``: the section's begin (from its trigger on), its closers and the text
     between calls, or None where each call stands alone;
   - ``variants``: every way the format writes one call, each a list of items: a
-    literal (``["text", s]``), the tool's name (``["name"]``), an id or index hole
-    (``["regex", pattern]``), the arguments (``["arguments"]``); the text after the
-    arguments is a list of closers (``["end", [s, …]]``);
+    literal (``["text", s]``; ``["text", s, True]`` where it follows the hole before
+    it as written, no other whitespace between), the tool's name (``["name"]``), an
+    id or index hole (``["regex", pattern]``), the arguments (``["arguments"]``); the
+    text after the arguments is a list of closers (``["end", [s, …]]``); whitespace
+    stands before every literal and hole as the reader skips it;
   - ``json``: for a call written as one JSON object, where its fields are and the
     orders its top-level members may come in;
   - ``arguments``: None (one JSON value) or how key/value units are written;
@@ -154,11 +156,17 @@ def _variants(calls: Calls, start: str, stops: tuple[str, ...]) -> list[list]:
             found.append(items + [hole, ["end", list(dict.fromkeys(closers))]])
             return
         following = calls.parts[index + 1] if index + 1 < len(calls.parts) else None
+        # Where a literal that is only whitespace (or none) may end a name, the reader
+        # ends it at its word's end: the literal after it follows the word as written
+        # (``tight``), as in the other grammars.
+        options = calls.part_options[index]
+        tight = part.hole != "index" and any(not text.strip() for text, _ in options)
+        ending = [True] if tight else []
         for text in dict.fromkeys((part.after, *part.also)):
-            walk(index + 1, items + [hole, ["text", text]])
+            walk(index + 1, items + [hole, ["text", text, *ending]])
         if following is not None and following.optional:
             for text in dict.fromkeys((following.after, *following.also)):
-                walk(index + 2, items + [hole, ["text", text]])
+                walk(index + 2, items + [hole, ["text", text, *ending]])
 
     walk(0, [["text", start]])
     return found
@@ -248,11 +256,15 @@ def _arguments(calls: Calls) -> dict | None:
         "key_prefix": arguments.key_prefix,
         "key_end": arguments.key_end,
         "value_start": arguments.value_start,
+        # The attribute's word for each JSON type, where the analysis read them.
+        "type_attributes": dict(arguments.type_attributes),
         "value_suffix": suffix,
         "key_slot": KEY_SLOT if arguments.value_suffix_names_key and KEY_SLOT in suffix else "",
         "separator": arguments.separator,
         "string_open": arguments.string_open,
         "string_close": arguments.string_close,
+        # Python's other quotes a string may stand between (as the reader takes it).
+        "quotes_also": list(arguments.string_quotes_also),
         "python": arguments.literal == "python",
         # Where it is, whether lists and objects are JSON all the same (tojson).
         "json_containers": arguments.containers == "json",

@@ -19,7 +19,7 @@ from .format import FORMAT_NAMES
 # The interface between format modules and the runtime: what a format module gives
 # (format.py) and what it takes back (PUBLIC). Bumped by hand when either changes, so
 # that a module and a runtime from different builds refuse each other.
-INTERFACE = 3
+INTERFACE = 4
 
 # What ``bind`` hands back, in this order.
 PUBLIC = (

@@ -48,7 +48,6 @@ from .format import (
     SECTION_END,
     SECTION_START,
     SECTION_STARTS,
-    STOP,
     SUFFIXED_VALUES,
     TRIGGER_ALSO,
     VALUE_ESCAPES,
@@ -56,6 +55,7 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
+    _TURN_ENDS,
     _SEEK,
     _SEPARATOR_SEEK,
     _SPLIT,
@@ -903,7 +903,7 @@ def _trailing(text):
     rest = text.strip()
     if not rest:
         return rest  # the common case: nothing follows the calls
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
         changed = False
@@ -947,7 +947,7 @@ def _calls_after(text, gap, types, strict, past_broken=None):
     pieces: list = []
     calls: list = []
     at = 0
-    markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
         gap += text[at:lead]

@@ -28,8 +28,12 @@ def _given(name: str, neutral: Any) -> Any:
 # --- public data -------------------------------------------------------------------
 # The resolved spec the module was generated from.
 SPEC: dict = _given("SPEC", {})
-# End-of-turn strings known literally.
+# End-of-turn strings known literally, which a server may stop at; and the markers
+# that end a turn's last message but a call's opener begins with (GigaChat 3's
+# <|message_sep|>, after which a call may come as a message of its own): no stop
+# strings, but the readers drop them at the end of the output as STOP's.
 STOP: list[str] = _given("STOP", [])
+TURN_END_ALSO: tuple[str, ...] = _given("TURN_END_ALSO", ())
 # llama.cpp's grammar_triggers, and the markers that should stay single tokens.
 TRIGGERS: list[dict] = _given("TRIGGERS", [])
 PRESERVED_TOKENS: list[str] = _given("PRESERVED_TOKENS", [])
@@ -226,6 +230,15 @@ TOOL_UNIT_SEPARATOR: str = _given("TOOL_UNIT_SEPARATOR", "")
 TOOL_RAW_VALUE: str = _given("TOOL_RAW_VALUE", "")
 TOOL_ANY_VALUE: str = _given("TOOL_ANY_VALUE", "")
 TOOL_VALUE_CLOSE: str = _given("TOOL_VALUE_CLOSE", "")
+# A unit and what closes its value where the value is text as written that the schema
+# lists (an enum's strings): the whitespace around it exactly as the reader leaves it
+# out ("" where the format has no such units: TOOL_UNIT and TOOL_VALUE_CLOSE then).
+TOOL_UNIT_EXACT: str = _given("TOOL_UNIT_EXACT", "")
+# Where an attribute before a unit's value names its type in a word of the
+# template's (``tool-attribute`` in TOOL_UNIT): JSON type → that word and what
+# ends it, GBNF.
+TOOL_ATTRIBUTES: dict[str, str] = _given("TOOL_ATTRIBUTES", {})
+TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 # The rule of the call's closer, which ends the units; the types a unit may write
 # otherwise (elements); the characters of a key (all but these where negated), and
 # not its first ones.

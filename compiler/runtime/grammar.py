@@ -29,6 +29,7 @@ from .schema_gbnf import (
 )
 from .text import _setting
 from .tools import _made_once, _tools_given
+from .values import _self_contained, _sorted_keys
 
 # The rules that hold one whole call (and what follows it): a copy of each per tool
 # whose arguments a schema types.
@@ -187,9 +188,17 @@ def _typed_arguments(typed, split):
     made: dict = {}
     found = {}
     for index, (name, parameters, strict) in enumerate(typed):
-        found[name] = _Arguments(
-            made, f"tool{index}", parameters, strict, split
-        ).arguments()
+        arguments = _Arguments(made, f"tool{index}", parameters, strict, split)
+        found[name] = rule = arguments.arguments()
+        if rule and _sorted_keys(_self_contained(parameters, parameters)) is not None:
+            # The members of every object sorted by key, as templates that sort
+            # them write them: the other order a call may take (the exports' too).
+            other = _Arguments(
+                made, f"tool{index}s", parameters, strict, split, sort=True
+            ).arguments()
+            if other and other != rule:
+                found[name] = f"tool{index}-either"
+                made[found[name]] = f"{rule} | {other}"
     return made, found
 
 

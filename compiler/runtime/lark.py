@@ -16,12 +16,26 @@ from __future__ import annotations
 
 import json
 
-from .format import _LARK, HAS_CALLS, KEY_ESCAPES, NAME_ESCAPES, NAMES_IN_JSON
-from .grammar import _require
-from .schema_gbnf import _integer_pattern, _integer_range
+from .format import (
+    _LARK,
+    GBNF_TOOLS,
+    HAS_CALLS,
+    KEY_ESCAPES,
+    NAME_ESCAPES,
+    NAMES_IN_JSON,
+)
+from .grammar import _require, _terminal
+from .schema_gbnf import (
+    _GBNF_TOKEN,
+    _Arguments,
+    _integer_pattern,
+    _integer_range,
+    _rules,
+    _written,
+)
 from .text import _setting
 from .tools import _made_once, _tools_given
-from .values import _resolved, _self_contained
+from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
 
 # What every Lark grammar opens with: llguidance's own dialect.
 _LARK_HEADER = "%llguidance {}\n"
@@ -156,7 +170,7 @@ def _lark_arguments(rule, parameters, strict):
     if how == "json":
         schema = parameters if isinstance(parameters, dict) else {"type": "object"}
         schema = _self_contained(schema, schema)
-        return rule, "%s: %%json %s\n" % (rule, _lark_schema(schema, strict))
+        return rule, "%s: %s\n" % (rule, _lark_json(schema, strict))
     if how != "units":
         return how, ""  # a rule of the format's own: arguments it cannot type
     parameters = parameters if isinstance(parameters, dict) else {}
@@ -193,6 +207,14 @@ def _lark_unit(rule, key, schema, strict, root):
     it (None: any key), its value as the property's JSON ``schema`` types it (its
     ``$ref``s looked up in ``root``, the function's parameters)."""
     kind, value = _lark_value(_resolved(schema, root))
+    if kind == "enum" and "unit-enum" not in _LARK:
+        kind = "scalar"  # whitespace around a listed string is no part of it
+    typed = None
+    if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
+        # An object or array the template writes as a Python literal, or in a
+        # syntax of its own: the GBNF's rules for it, in Lark.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root)
+        kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
     if key is None:
@@ -204,16 +226,114 @@ def _lark_unit(rule, key, schema, strict, root):
         written = _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
+    if "attributes" in _LARK:
+        text = text.replace("%%ATTR%%", _lark_attribute(schema, root))
     if kind == "json":
         # last: the schema's text is the caller's, placeholders or not
         schema = _self_contained(schema, root)
-        text = text.replace("%%JSON%%", "%json " + _lark_schema(schema, strict))
+        text = text.replace("%%JSON%%", _lark_json(schema, strict))
+    if typed is not None:
+        text = text.replace("%%TYPED%%", typed[0]) + typed[1]
     return rule, text
 
 
+def _lark_typed_value(rule, schema, root):
+    """(the rule, its rules) of the values of ``schema`` as the format writes them
+    (Python literals, or a syntax of the template's own), from the GBNF's rules for
+    one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
+    one lexeme in the GBNF is a terminal here (its name in capitals), the rest
+    rules; None where no value fits."""
+    rules = _rules(GBNF_TOOLS or "")
+    value = _Arguments(rules, "v", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    rules = _rules(_written(rules))
+    terminals = _terminal(rules)
+
+    def name(gbnf_name):
+        found = "%s_%s" % (rule, gbnf_name.replace("-", "_"))
+        return found.upper() if gbnf_name in terminals else found.lower()
+
+    def token(found):
+        text = found.group()
+        if text[0] == '"':
+            return "/%s/" % _lark_regex(_gbnf_text(text))
+        if text[0] == "[":
+            return "/%s/" % _lark_class(text)
+        return name(text)
+
+    lines = [
+        "%s: %s\n" % (name(rule_name), _GBNF_TOKEN.sub(token, body))
+        for rule_name, body in rules.items()
+    ]
+    return name("root"), "".join(lines)
+
+
+def _gbnf_text(literal):
+    """The text a GBNF string literal (schema_gbnf's escapes) stands for."""
+    named = {"n": "\n", "r": "\r", "t": "\t"}
+    out, at, body = [], 0, literal[1:-1]
+    while at < len(body):
+        char = body[at]
+        if char != "\\":
+            out.append(char)
+            at += 1
+        elif body[at + 1] == "x":
+            out.append(chr(int(body[at + 2 : at + 4], 16)))
+            at += 4
+        else:
+            out.append(named.get(body[at + 1], body[at + 1]))
+            at += 2
+    return "".join(out)
+
+
+def _lark_class(gbnf_class):
+    """A GBNF character class as a regular expression (Rust's syntax): every
+    character written as its code point, ranges kept (an escaped "-" is the
+    character, one written between two characters a range)."""
+    body = gbnf_class[1:-1]
+    negated = body.startswith("^")
+    raw = body[negated:]
+    chars = []  # (the character, whether it was escaped)
+    at = 0
+    while at < len(raw):
+        if raw[at] == "\\":
+            step = 4 if raw[at + 1] == "x" else 2
+            chars.append((_gbnf_text('"%s"' % raw[at : at + step]), True))
+            at += step
+        else:
+            chars.append((raw[at], False))
+            at += 1
+    out = []
+    index = 0
+    while index < len(chars):
+        char = chars[index][0]
+        if index + 2 < len(chars) and chars[index + 1] == ("-", False):
+            out.append("\\x{%x}-\\x{%x}" % (ord(char), ord(chars[index + 2][0])))
+            index += 3
+        else:
+            out.append("\\x{%x}" % ord(char))
+            index += 1
+    return "[%s%s]" % ("^" if negated else "", "".join(out))
+
+
+def _lark_attribute(schema, root):
+    """The attribute before a unit's value that names its type, as the template
+    writes it for the types ``schema`` admits (an integer is a number too; any of
+    them for no schema): a regular expression."""
+    words = json.loads(_LARK["attributes"])
+    kinds = None if schema is None else _schema_kinds(schema, root)
+    if kinds is not None and "number" in kinds:
+        kinds = kinds | {"integer"}
+    found = [word for kind, word in words.items() if kinds is None or kind in kinds]
+    return "(?:%s)" % "|".join(dict.fromkeys(found or words.values()))
+
+
 def _lark_value(schema):
-    """(how a value of this JSON schema is checked: "text", "string", "scalar" or
-    "json"; for a scalar, the regular expression of its forms)."""
+    """(how a value of this JSON schema is checked: "text", "string", "scalar",
+    "enum" (a scalar the schema lists, a string among them) or "json"; for a
+    scalar, the regular expression of its forms)."""
     if not isinstance(schema, dict):
         return "text", ""
     values = schema.get("enum")
@@ -226,6 +346,9 @@ def _lark_value(schema):
                 refused = _LARK.get("enum-refuse")
                 if refused and refused in value:
                     return "string", ""
+                for quote in _LARK.get("enum-also", ""):
+                    escaped = value.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                    forms.append(_lark_regex(quote + escaped + quote))
                 if _LARK.get("enum-escape") == "json":
                     value = json.dumps(value, ensure_ascii=False)[1:-1]
                 forms.append(_LARK["enum"].replace("%%TEXT%%", _lark_regex(value)))
@@ -235,7 +358,8 @@ def _lark_value(schema):
                 forms.append(_lark_regex(json.dumps(value)))
             else:
                 return "json", ""  # an object or array: the schema checks it
-        return "scalar", "|".join(forms)
+        strings = any(isinstance(value, str) for value in values)
+        return "enum" if strings else "scalar", "|".join(forms)
     kind = schema.get("type")
     if kind == "string":
         return "string", ""
@@ -252,6 +376,17 @@ def _lark_value(schema):
     if kind in ("object", "array"):
         return "json", ""
     return "text", ""  # several types, anyOf, no type: any value the format reads
+
+
+def _lark_json(schema, strict):
+    """``%json`` of a (self-contained) JSON schema: its objects' members in the order
+    its ``properties`` list them, or, as templates that sort keys write them, every
+    object's sorted (``_sorted_keys``; the GBNF takes the same two)."""
+    found = "%json " + _lark_schema(schema, strict)
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return "(%s | %%json %s)" % (found, _lark_schema(other, strict))
 
 
 def _lark_schema(schema, strict):

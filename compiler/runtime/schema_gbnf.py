@@ -35,18 +35,29 @@ from .format import (
     ARG_STRING_CLOSE,
     ARG_STRING_OPEN,
     LITERAL,
+    OWN_ARRAY_CLOSE,
+    OWN_ARRAY_OPEN,
+    OWN_ITEM_SEPARATOR,
+    OWN_KEY_END,
+    OWN_KEY_PREFIX,
+    OWN_MEMBER_SEPARATOR,
+    OWN_OBJECT_CLOSE,
+    OWN_OBJECT_OPEN,
     OWN_VALUES,
     OWN_WORDS,
     SUFFIXED_VALUES,
     TOOL_ANY_VALUE,
     TOOL_ARGUMENTS,
+    TOOL_ATTRIBUTES,
     TOOL_CLOSE,
     TOOL_KEY_CHARS,
     TOOL_RAW_KINDS,
     TOOL_RAW_VALUE,
     TOOL_UNIT,
+    TOOL_UNIT_EXACT,
     TOOL_UNIT_SEPARATOR,
     TOOL_VALUE_CLOSE,
+    TOOL_VALUE_CLOSE_EXACT,
 )
 from .values import _DEEPEST_SCHEMA, _pointed, _schema_choices, _schema_kinds
 
@@ -322,11 +333,14 @@ class _Arguments:
     """The rules of one tool's arguments, added to ``rules`` under names that start
     with ``tag``."""
 
-    def __init__(self, rules, tag, schema, strict, split):
+    def __init__(self, rules, tag, schema, strict, split, sort=False):
         self.rules = rules
         self.tag = tag
         self.root = schema
         self.strict = strict  # every object closed
+        # Every object's members in the schema's order, or (``sort``) sorted by key
+        # as templates that sort keys write them (``_ordered``).
+        self.sort = sort
         # Where some value is no regular language (recursion, any JSON value), every
         # key, value and mark is a lexeme of its own, as in JSON_RULES: a rule made of
         # several members or items that llguidance took for one lexeme could race a
@@ -341,6 +355,18 @@ class _Arguments:
         self.depth = 0  # how many values (and $refs) the one being made is inside
         self.count = 0
         self.style = "own" if OWN_VALUES else LITERAL
+        if OWN_VALUES:
+            # The marks of objects and arrays in the template's own syntax, each a
+            # lexeme with the whitespace around it (as JSON_RULES' are).
+            for name, mark, before, after in (
+                ("own-typed-open", OWN_OBJECT_OPEN, "", " ws"),
+                ("own-typed-close", OWN_OBJECT_CLOSE, "ws ", ""),
+                ("own-typed-comma", OWN_MEMBER_SEPARATOR, "ws ", " ws"),
+                ("own-typed-list-open", OWN_ARRAY_OPEN, "", " ws"),
+                ("own-typed-list-close", OWN_ARRAY_CLOSE, "ws ", ""),
+                ("own-typed-list-comma", OWN_ITEM_SEPARATOR, "ws ", " ws"),
+            ):
+                rules.setdefault(name, before + _gbnf_literal(mark.strip()) + after)
         for name, body in JSON_RULES.items():
             rules.setdefault(name, body)
         if LITERAL == "python":
@@ -443,7 +469,7 @@ class _Arguments:
         for key, field in properties.items():
             value = self._unit_value(field)
             if value is not None:
-                entries[key] = self._unit(value, _gbnf_literal(key))
+                entries[key] = self._unit(value, _gbnf_literal(key), field)
         extra = None
         value = self._unit_value(other) if other is not False else None
         if value is not None:
@@ -452,29 +478,45 @@ class _Arguments:
             word = self._other_word(
                 list(properties), (negated, chars), anything, None, lead
             )
-            extra = self._unit(value, word)
+            extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
     def _ordered(self, entries, required, extra, close):
         """The members (key → (first written, written after another)) in the order
-        the schema lists them, or sorted by key, as templates that sort them
-        (``dictsort``) write them; then ``extra`` ones and ``close`` (``_chain``)."""
-        keys = list(entries)
-        orders = [keys, sorted(keys, key=str.lower)]
-        chains = [
-            self._chain(
-                [(*entries[key], key in required) for key in order], extra, close
-            )
-            for order in orders[: 1 + (orders[1] != keys)]
-        ]
-        return chains[0] if len(chains) == 1 else self._rule(" | ".join(chains))
+        the schema lists them, or (``sort``) sorted by key, as templates that sort
+        them (``dictsort``) write them; then ``extra`` ones and ``close``
+        (``_chain``). Every object of a call takes one order: the other exports'
+        JSON schema readers follow the order ``properties`` lists, and
+        ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
+        order = sorted(entries, key=str.lower) if self.sort else list(entries)
+        return self._chain(
+            [(*entries[key], key in required) for key in order], extra, close
+        )
 
-    def _unit(self, value, key):
-        """(a unit with this key and (value, what closes it), the same after the
+    def _attribute(self, schema):
+        """The attribute before a unit's value that names its type, as the template
+        writes it for the types ``schema`` admits (an integer is a number too)."""
+        kinds = self._kinds(schema, 0)
+        if kinds is not None and "number" in kinds:
+            kinds = kinds | {"integer"}
+        written = [
+            text
+            for kind, text in TOOL_ATTRIBUTES.items()
+            if kinds is None or kind in kinds
+        ]
+        return self._rule(_either(written or list(TOOL_ATTRIBUTES.values())))
+
+    def _unit(self, value, key, schema):
+        """(a unit with this key and (value, what closes it, whether the whitespace
+        around it is exactly the reader's: ``_unit_value``), the same after the
         separator): the marks around the value are rules of their own, so that
         each is one lexeme with the whitespace it holds."""
-        head, _, tail = TOOL_UNIT.partition("tool-value")
+        *value, exact = value
+        unit = TOOL_UNIT_EXACT if exact and TOOL_UNIT_EXACT else TOOL_UNIT
+        head, _, tail = unit.partition("tool-value")
         names = {"tool-key": key}
+        if TOOL_ATTRIBUTES:
+            names["tool-attribute"] = self._attribute(schema)
         value, close = (_renamed(text, names) for text in value)
         first = self._rule(_renamed(head, names).strip())
         later = first
@@ -489,9 +531,12 @@ class _Arguments:
         return f"{first} {rest}", f"{later} {rest}"
 
     def _unit_value(self, schema):
-        """(a unit's value, what closes it): the text as written where the value is
-        a string (the reader types the rest by the schema); None where no value
-        fits."""
+        """(a unit's value, what closes it, whether the whitespace around it is
+        exactly what the reader leaves out): the text as written where the value
+        is a string (the reader types the rest by the schema); None where no value
+        fits. A suffixed value the schema lists is read as written where the
+        schema admits strings: whitespace around it would be its own (an enum's
+        "19:30" written after a blank line is "\n19:30")."""
         listed = self._listed(schema)
         if SUFFIXED_VALUES:
             if listed is not None:
@@ -499,21 +544,25 @@ class _Arguments:
                     _gbnf_literal(v) if isinstance(v, str) else self._literals([v])
                     for v in listed
                 ]
-                return _either(written), TOOL_VALUE_CLOSE
+                exact = TOOL_VALUE_CLOSE_EXACT if TOOL_UNIT_EXACT else TOOL_VALUE_CLOSE
+                kinds = self._kinds(schema, 0)
+                if kinds is None or "string" in kinds:
+                    return _either(written), exact, True
+                return _either(written), TOOL_VALUE_CLOSE, False
             kinds = self._kinds(schema, 0)
             if kinds is None or "string" in kinds or kinds & set(TOOL_RAW_KINDS):
-                return TOOL_RAW_VALUE, ""
+                return TOOL_RAW_VALUE, "", False
             value = self._value(schema)
-            return None if value is None else (value, TOOL_VALUE_CLOSE)
+            return None if value is None else (value, TOOL_VALUE_CLOSE, False)
         value = self._value(schema)
         if value is None:
             return None
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
             if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
-                return value, ""  # its length bounded: only where it is counted
-            return _either([TOOL_RAW_VALUE, value]), ""
-        return value, ""
+                return value, "", False  # its length bounded: only where it is counted
+            return _either([TOOL_RAW_VALUE, value]), "", False
+        return value, "", False
 
     def _chain(self, entries, extra, close):
         """Members in order, ``entries`` being (first written, written after another,
@@ -643,6 +692,16 @@ class _Arguments:
             return self._literals([True, False])
         if kind == "null":
             return self._literals([None])
+        if style == "own" and kind in ("object", "array"):
+            # In the template's own syntax, typed as JSON's are.
+            if kind == "array":
+                return self._array(schema, "own-typed")
+            members = self._own_members(schema)
+            return (
+                self._any()
+                if members is None
+                else self._rule(f"own-typed-open {members}")
+            )
         if style == "own" or kind not in ("object", "array"):
             return self._any()
         if kind == "array":
@@ -675,7 +734,40 @@ class _Arguments:
             quoted.append(f"{mark} {_counted(char, low, high)} {mark}")
         return self._rule(" | ".join(quoted))
 
-    def _array(self, schema):
+    def _own_members(self, schema):
+        """The members of an object in the template's own syntax after its opening
+        (closing mark included); None where the schema leaves them free."""
+        shape = self._shape(schema)
+        if shape is None:
+            return None
+        properties, required, other = shape
+        entries = {}
+        for key, field in properties.items():
+            value = self._value(field)
+            if value is not None:
+                head = _gbnf_literal(OWN_KEY_PREFIX.strip() + key)
+                written = self._rule(
+                    f"{head} ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+                )
+                member = f"{written}{self.gap}{value}"
+                entries[key] = (member, f"own-typed-comma {member}")
+        extra = None
+        value = self._value(other) if other is not False else None
+        if value is not None:
+            # Other members: any key the format's grammar takes (``own-key``).
+            head = (
+                _gbnf_literal(OWN_KEY_PREFIX.strip()) + " "
+                if OWN_KEY_PREFIX.strip()
+                else ""
+            )
+            written = self._rule(
+                f"{head}own-key ws {_gbnf_literal(OWN_KEY_END.strip())} ws"
+            )
+            member = f"{written}{self.gap}{value}"
+            extra = (member, f"own-typed-comma {member}")
+        return self._ordered(entries, required, extra, "own-typed-close")
+
+    def _array(self, schema, marks="json"):
         items = schema.get("items", True)
         prefix = schema.get("prefixItems")
         if isinstance(items, list):
@@ -691,6 +783,7 @@ class _Arguments:
             values, item = values[:most], None
         if least > len(values) and item is None:
             return None  # fewer items fit than the array needs
+        comma = "own-typed-list-comma" if marks == "own-typed" else "json-comma"
         # The items after the first, from the last on: the prefix's (each left out
         # where the array may end before it), then any number of ``item`` that keeps
         # the count within bounds.
@@ -699,9 +792,9 @@ class _Arguments:
         else:
             done = max(len(values), 1)
             more = None if most is None else max(most - done, 0)
-            rest = _counted(f"( json-comma {item} )", max(least - done, 0), more)
+            rest = _counted(f"( {comma} {item} )", max(least - done, 0), more)
         for at in range(len(values) - 1, 0, -1):
-            rest = _seq(["json-comma", values[at], rest])
+            rest = _seq([comma, values[at], rest])
             rest = self._rule(f"( {rest} )?" if at >= least else rest)
         first = values[0] if values else item
         if most == 0 or first is None:
@@ -710,7 +803,7 @@ class _Arguments:
             items = _seq([first, rest])
             items = self._rule(f"( {items} )?" if least == 0 else items)
         return self._rule(
-            _seq(["json-list-open", self.gap.strip(), items, "json-list-close"])
+            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
         )
 
     def _any(self):

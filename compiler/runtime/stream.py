@@ -80,7 +80,6 @@ from .format import (
     SECTION_END,
     SECTION_START,
     SECTION_STARTS,
-    STOP,
     SUFFIXED_VALUES,
     TRIGGER_ALSO,
     TURN_BREAK,
@@ -91,6 +90,7 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
+    _TURN_ENDS,
     _CONTENT_CLOSERS,
     _CONTENT_OPENERS,
     _LONGEST_NAME,
@@ -628,7 +628,7 @@ class StreamParser:
         ``_space``."""
         kept = rest.rstrip()
         if len(kept) < len(rest) and (
-            not kept or any(kept.endswith(s) for s in STOP if s)
+            not kept or any(kept.endswith(s) for s in _TURN_ENDS if s)
         ):
             self._space.append(rest[len(kept) :])
             rest = kept
@@ -857,7 +857,7 @@ class StreamParser:
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
-        markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+        markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
         if called:
             self._after = True
             run = self._text_run("content", _AFTER_STOPS)
@@ -985,7 +985,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
             # Calls only if nothing but end-of-turn markers follows them.
-            markers = [marker for marker in STOP + END_AFTER_CALLS if marker]
+            markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
             while not self._eof:
                 rest = _trailing(self._pending)
                 if rest and not _undecided(rest, markers):
@@ -1123,7 +1123,7 @@ class StreamParser:
             text = self._held[self._opener :]
             if self._after:
                 # text after calls before more calls: less the markers it ends with
-                kept = _trim_end(text, [m for m in STOP + END_AFTER_CALLS if m])
+                kept = _trim_end(text, [m for m in _TURN_ENDS + END_AFTER_CALLS if m])
             else:
                 kept = _strip_stop(_before_break(text) if TURN_BREAK else text).rstrip()
             self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""

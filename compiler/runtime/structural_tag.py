@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import copy
 
-from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT
+from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT, GBNF_TOOLS
 from .grammar import _require, _tool_choice
+from .schema_gbnf import _Arguments, _rules, _written
 from .text import _setting
 from .tools import _tools_given
-from .values import _resolved, _self_contained
+from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
 
 
 def structural_tag(
@@ -160,13 +161,7 @@ def _body(calls, functions, required, parallel):
             )
         if not functions:
             return content
-        listed = {
-            "type": "tags_with_separator",
-            "tags": _call_tags(calls, functions),
-            "separator": calls["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        listed = _listed(_call_tags(calls, functions), calls["separator"], parallel)
         if CONTENT_AS_UNIT:
             head = _tag(unit["opener"], _any(), unit["separator"])
             after = _sequence([_SPACE, head, _SPACE, listed])
@@ -176,13 +171,7 @@ def _body(calls, functions, required, parallel):
         return text
     tags = _call_tags(calls, functions)
     if section is not None and any(section["end"]):
-        inner = {
-            "type": "tags_with_separator",
-            "tags": tags,
-            "separator": section["separator"],
-            "at_least_one": True,
-            "stop_after_first": not parallel,
-        }
+        inner = _listed(tags, section["separator"], parallel)
         tags = [
             _tag(
                 section["begin"],
@@ -191,8 +180,20 @@ def _body(calls, functions, required, parallel):
             )
         ]
     elif section is not None:
-        # Nothing closes the section: its opener begins the first call.
-        first = [dict(tag, begin=section["begin"] + tag["begin"]) for tag in tags]
+        # Nothing closes the section: its opener begins the first call (whitespace
+        # may stand between them).
+        first = [
+            dict(
+                tag,
+                begin=section["begin"],
+                content=(
+                    _sequence([_SPACE, _const(tag["begin"]), tag["content"]])
+                    if tag["begin"]
+                    else tag["content"]
+                ),
+            )
+            for tag in tags
+        ]
         if parallel and calls["call_trigger"]:
             tags = first + [dict(tag, begin=tag["begin"].lstrip()) for tag in tags]
         else:
@@ -207,6 +208,16 @@ def _body(calls, functions, required, parallel):
     return found
 
 
+def _listed(tags, separator, parallel):
+    """One call, or (``parallel``) calls with ``separator`` between them, whitespace
+    around it as the reader skips it."""
+    one = _one_of(tags)
+    if not parallel:
+        return one
+    between = _literal(separator) or [_SPACE]
+    return _sequence([one, {"type": "star", "content": _sequence(between + [one])}])
+
+
 def _end(closers):
     return closers[0] if len(closers) == 1 else closers
 
@@ -217,35 +228,32 @@ def _escaped(text, escapes):
 
 def _call_tags(calls, functions):
     """One tag per way of writing a call and per function (tags that begin alike
-    merged into one whose content is either)."""
+    merged into one whose content is either). A tag begins with the call's first
+    literal, up to where the reader lets whitespace stand; every later literal,
+    the name and the other holes stand after any whitespace (but a literal that
+    follows its hole as written), as the reader skips it."""
     tags: dict = {}
     for items in calls["variants"]:
         for name, parameters in functions:
-            begin = ""
+            begin = None
             content: list = []
-            literal = True
             for item in items:
                 kind = item[0]
                 if kind == "end":
-                    key = (begin, tuple(item[1]))
+                    key = (begin or "", tuple(_cores(item[1])))
                     tags.setdefault(key, []).append(
-                        _sequence(content) if content else _const("")
+                        _sequence(content + [_SPACE]) if content else _SPACE
                     )
-                    continue
-                if kind == "text" or kind == "name":
-                    text = (
-                        item[1]
-                        if kind == "text"
-                        else _escaped(name, calls["name_escapes"])
-                    )
-                    if literal:
-                        begin += text
-                    elif text:
-                        content.append(_const(text))
-                    continue
-                literal = False
-                if kind == "regex":
-                    content.append({"type": "regex", "pattern": item[1]})
+                elif kind == "text" and begin is None:
+                    begin = item[1].rstrip()
+                    if begin != item[1]:
+                        content.append(_SPACE)
+                elif kind == "text":
+                    content += _literal(item[1], tight=len(item) > 2)
+                elif kind == "name":
+                    content += [_SPACE, _const(_escaped(name, calls["name_escapes"]))]
+                elif kind == "regex":
+                    content += [_SPACE, {"type": "regex", "pattern": item[1]}]
                 else:
                     content.append(_arguments(calls, name, parameters))
     return [
@@ -254,47 +262,149 @@ def _call_tags(calls, functions):
     ]
 
 
+def _literal(text, tight=False):
+    """A literal as the reader takes it: after any whitespace (``tight``: right
+    where it stands, as written), and any whitespace after it where it ends with
+    some."""
+    core = text.strip()
+    if not core:
+        return [] if tight or not text else [_SPACE]
+    lead = text[: len(text) - len(text.lstrip())]
+    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
+    return found + ([_SPACE] if text != text.rstrip() else [])
+
+
+def _cores(closers):
+    """The closers of a call without the whitespace around them (the tag's content
+    takes it), "" kept (a closer a server may cut off)."""
+    return list(dict.fromkeys(closer.strip() for closer in closers))
+
+
+def _json(schema):
+    """A value of the (self-contained) JSON ``schema``: its objects' members in the
+    order its ``properties`` list them, or every object's sorted by key, as
+    templates that sort keys write them (the GBNF takes the same two)."""
+    found = {"type": "json_schema", "json_schema": schema}
+    other = _sorted_keys(schema)
+    if other is None:
+        return found
+    return _one_of([found, {"type": "json_schema", "json_schema": other}])
+
+
 def _arguments(calls, name, parameters):
     """A call's arguments: a JSON object (or the whole call object), or key/value units."""
     shape = calls["json"]
     if shape is not None:
         # The parameters inside the call object: their $refs point to its $defs.
         inner = _self_contained(parameters, parameters)
-        defs = inner.pop("$defs", None) if isinstance(inner, dict) else None
+        # The arguments' objects in the schema's key order, or every one sorted
+        # (``_json``); the call object's own members in each order it may take.
+        forms = [inner, _sorted_keys(inner)]
         objects = []
-        for order in shape["orders"]:
-            whole = _call_object(shape, name, inner, order)
-            if defs:
-                whole["$defs"] = defs
-            objects.append({"type": "json_schema", "json_schema": whole})
+        for form in forms if forms[1] is not None else forms[:1]:
+            defs = form.pop("$defs", None) if isinstance(form, dict) else None
+            for order in shape["orders"]:
+                whole = _call_object(shape, name, form, order)
+                if defs:
+                    whole["$defs"] = defs
+                objects.append({"type": "json_schema", "json_schema": whole})
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
         schema = _self_contained(parameters, parameters)
-        return _sequence(
-            [_SPACE, {"type": "json_schema", "json_schema": schema}, _SPACE]
-        )
+        return _sequence([_SPACE, _json(schema), _SPACE])
     properties = parameters.get("properties")
     if not isinstance(properties, dict) or not properties:
         return _any()
-    tags = []
-    for key, schema in properties.items():
-        suffix = units["value_suffix"]
-        written = _escaped(key, units["key_escapes"])
-        if units["key_slot"]:
-            suffix = suffix.replace(units["key_slot"], written)
-        value = _value(units, schema if isinstance(schema, dict) else {}, parameters)
-        if units["value_start"]:
-            # What stands between the key and the value (an attribute naming its type).
-            value = _sequence([_tag("", _any(), units["value_start"]), value])
-        tags.append(
-            _tag(units["key_prefix"] + written + units["key_end"], value, suffix)
-        )
-    return {
-        "type": "tags_with_separator",
-        "tags": tags,
-        "separator": units["separator"],
+    wanted = parameters.get("required")
+    required = set(wanted) if isinstance(wanted, list) else set()
+    written = {
+        key: _unit(units, key, schema, parameters) for key, schema in properties.items()
     }
+    orders = [list(properties)]
+    if sorted(properties, key=str.lower) != orders[0]:
+        orders.append(sorted(properties, key=str.lower))  # as templates that sort keys
+    return _one_of(
+        [_units_in_order(units, order, written, required) for order in orders]
+    )
+
+
+def _units_in_order(units, order, written, required):
+    """Units in ``order``, each once, the required ones all: where a separator
+    stands between units, one alternative per unit that may come first."""
+    separator = units["separator"]
+    if not separator.strip():
+        between = [_SPACE] if separator else []
+        return _sequence(
+            [_between(written[key], key in required, between) for key in order]
+            or [_const("")]
+        )
+    mark = _literal(separator)
+    options = []
+    for first, key in enumerate(order):
+        rest = [
+            _between(written[other], other in required, mark)
+            for other in order[first + 1 :]
+        ]
+        options.append(_sequence([written[key]] + rest))
+        if key in required:
+            break
+    else:
+        options.append(_const(""))  # every unit left out
+    return _one_of(options)
+
+
+def _between(unit, required, before):
+    """A unit after what stands before it (a separator), left out unless required."""
+    found = _sequence(before + [unit]) if before else unit
+    return found if required else {"type": "optional", "content": found}
+
+
+def _unit(units, key, schema, root):
+    """One key/value unit as the format writes it, the value typed by its JSON
+    schema: the key's literals after any whitespace, the value, its suffix."""
+    written = _escaped(key, units["key_escapes"])
+    suffix = units["value_suffix"]
+    if units["key_slot"]:
+        suffix = suffix.replace(units["key_slot"], written)
+    value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
+    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
+    head = [_SPACE] + ([_const(prefix)] if prefix else [])
+    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    last = key_end
+    if units["value_start"]:
+        # What stands between the key and the value (an attribute naming its type):
+        # the template's word for the value's type, where the analysis read them.
+        start = units["value_start"].strip()
+        words = units.get("type_attributes")
+        if words:
+            kinds = _schema_kinds(schema, root)
+            if kinds is not None and "number" in kinds:
+                kinds = kinds | {"integer"}
+            found = [w for k, w in words.items() if kinds is None or k in kinds]
+            found = list(dict.fromkeys(found or words.values()))
+            head.append(_one_of([_const(word + start) for word in found]))
+        else:
+            head.append(_tag("", _any(), start))
+        last = units["value_start"]
+    trail = last[len(last.rstrip()) :]
+    core = suffix.strip()
+    if not core:
+        return _sequence(head + [_SPACE, value])
+    if kind == "raw":
+        # Text as written, to the suffix (whitespace around it is its own).
+        return _sequence(head + [_tag("", value, core)])
+    if kind == "listed":
+        # A string the schema lists is read as written: whitespace around it is only
+        # what the key's literal ends with and the suffix starts with, once each.
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        around = [_optional(trail), value, _optional(lead), _const(core)]
+        return _sequence(head + [item for item in around if item is not None])
+    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+
+
+def _optional(text):
+    return {"type": "optional", "content": _const(text)} if text else None
 
 
 def _call_object(shape, name, parameters, order):
@@ -347,7 +457,9 @@ def _call_object(shape, name, parameters, order):
 
 def _value(units, schema, root):
     """One argument's value as the format writes it, typed by its JSON schema (its
-    ``$ref``s looked up in ``root``, the function's parameters)."""
+    ``$ref``s looked up in ``root``, the function's parameters), and how: "raw" (any
+    text, the suffix ends it), "listed" (a string the schema lists, written as it
+    is) or "typed" (a value that ends by itself)."""
     schema = _resolved(schema, root)
     if not isinstance(schema, dict):
         schema = {}
@@ -359,35 +471,45 @@ def _value(units, schema, root):
         choices is not None and choices and all(isinstance(c, str) for c in choices)
     )
     opening, closing = units["string_open"], units["string_close"]
+    quotes = units.get("quotes_also") or ()
     if strings:
         if choices is None:
             if opening:
-                return _tag(opening, _any(), closing)
-            return _any()
+                found = [_tag(q, _any(), q) for q in quotes]
+                return _one_of([_tag(opening, _any(), closing)] + found), "typed"
+            return _any(), "raw"
         written = []
         for choice in choices:
             text = _escaped(choice, units["value_escapes"])
             written.append(opening + text + closing)
+            for quote in quotes:
+                escaped = choice.replace("\\", "\\\\").replace(quote, "\\" + quote)
+                written.append(quote + escaped + quote)
             if units["verbatim"] and not opening:
                 written.append(units["verbatim"][0] + choice + units["verbatim"][1])
-        return _one_of([_const(text) for text in dict.fromkeys(written)])
+        found = _one_of([_const(text) for text in dict.fromkeys(written)])
+        return found, "typed" if opening else "listed"
     own = units["own"]
     if own is not None:
         if types in ("integer", "number"):
-            return {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+            return _json(_self_contained(schema, root)), "typed"
         if types == "boolean":
-            return _one_of([_const(own["true"]), _const(own["false"])])
+            return _one_of([_const(own["true"]), _const(own["false"])]), "typed"
         if types == "null":
-            return _const(own["null"])
-        return _grammar(own["grammar"])
-    anything = (
-        _any() if units["value_grammar"] is None else _grammar(units["value_grammar"])
-    )
+            return _const(own["null"]), "typed"
+        if types in ("object", "array"):
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
+        return _grammar(own["grammar"]), "typed"
+    if units["value_grammar"] is None:
+        anything = _any(), "raw"
+    else:
+        anything = _grammar(units["value_grammar"]), "typed"
     if units["elements"] and types in ("object", "array", None):
         return anything
     if not types and choices is None:
         return anything
-    found = {"type": "json_schema", "json_schema": _self_contained(schema, root)}
+    found = _json(_self_contained(schema, root))
     if units["python"]:
         # Python's words for true, false and null, where the template writes str().
         words = {"boolean": ["True", "False"], "null": ["None"]}
@@ -395,6 +517,22 @@ def _value(units, schema, root):
         extra = [_const(w) for kind in kinds for w in words.get(kind, ())]
         containers = any(kind in ("object", "array") for kind in kinds)
         if schema.get("anyOf") or (containers and not units.get("json_containers")):
-            return anything  # a Python literal (or JSON) the schema cannot type
-        return _one_of([found] + extra)
-    return found
+            # A Python literal (or JSON): held to the schema by the GBNF's rules for
+            # one value, as EBNF (xgrammar's JSON schema reader knows no Python).
+            grammar = _typed_value(schema, root)
+            return (_grammar(grammar), "typed") if grammar else anything
+        return _one_of([found] + extra), "typed"
+    return found, "typed"
+
+
+def _typed_value(schema, root):
+    """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
+    the format writes them, Python literals or a syntax of its own: the GBNF's rules
+    for a value (schema_gbnf, on the format's own rules); None where no value
+    fits."""
+    rules = _rules(GBNF_TOOLS or "")
+    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    if value is None:
+        return None
+    rules["root"] = value
+    return _written(rules)

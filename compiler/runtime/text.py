@@ -31,7 +31,12 @@ from .format import (
     TRIGGER,
     TRIGGER_ALSO,
     TURN_BREAK,
+    TURN_END_ALSO,
 )
+
+# What ends a turn as the readers drop it at the end of the output: STOP, and the
+# markers a call's opener begins with (no stop strings: TURN_END_ALSO).
+_TURN_ENDS = list(STOP) + [marker for marker in TURN_END_ALSO if marker not in STOP]
 
 
 def _skip_space(text, at):
@@ -355,14 +360,14 @@ def _stop_run(text, end, begun=(), once=False):
     ``text[:end]`` begin (``end`` where none does). Each marker counts once, and
     where one ends in another the longest written is read: a model may write the
     template's marker and then the tokenizer's eos (``<|im_end|><|endofturn|>``),
-    and the markers of a run are bounded by STOP's. ``begun``: markers the run
+    and the markers of a run are bounded by the end-of-turn markers'. ``begun``: markers the run
     has already (one begun after it); ``once``: one marker only, as the template
     ends a turn (strict reading, as the grammars)."""
     at = end
     used = list(begun)
     while True:
         found = ""
-        for stop in STOP:
+        for stop in _TURN_ENDS:
             if (
                 stop
                 and len(stop) > len(found)
@@ -379,7 +384,7 @@ def _stop_run(text, end, begun=(), once=False):
 
 
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
-_STOP_REACH = sum(map(len, STOP))
+_STOP_REACH = sum(map(len, _TURN_ENDS))
 
 
 def _stop_at(text, once=False):
@@ -397,7 +402,7 @@ def _stops_begin(text):
     ``text`` begins: whole markers (whitespace after them), or markers and then
     the beginning of one at the very end; ``len(text)`` where nothing may."""
     found = len(text)
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         begun = _partial_at(text, stop)
         if begun < len(text):
             found = min(found, _stop_run(text, begun, (stop,)))
@@ -478,7 +483,7 @@ def _tail_pattern(markers):
     ``reach`` characters only."""
     found = _TAIL_PATTERNS.get(markers)
     if found is None:
-        whole = [marker for marker in markers + tuple(STOP) if marker]
+        whole = [marker for marker in markers + tuple(_TURN_ENDS) if marker]
         prefixes = sorted(
             {marker[:size] for marker in whole for size in range(1, len(marker))}
         )
@@ -519,7 +524,9 @@ def _undecided(head, markers):
 def _stops(*markers):
     """A pattern finding what stops a chunk from being plain text: a character
     that may start one of ``markers`` or an end-of-turn marker."""
-    firsts = "".join(sorted({marker[0] for marker in markers + tuple(STOP) if marker}))
+    firsts = "".join(
+        sorted({marker[0] for marker in markers + tuple(_TURN_ENDS) if marker})
+    )
     return re.compile("[%s]" % re.escape(firsts) if firsts else "(?!)")
 
 
@@ -547,7 +554,7 @@ def _decided(text, literal):
 def _maybe_stop(text):
     """Whether ``text`` may still turn out to be just end-of-turn markers, with
     whitespace around them (whitespace after a part of one ends that hope)."""
-    if not any(STOP):
+    if not any(_TURN_ENDS):
         return False
     head = text.lstrip()
     return _stops_begin(head) == 0
@@ -558,7 +565,7 @@ def _before_stop(text):
     dropped (``_strip_stop``), more text or not: before a marker that ends it, or
     before one begun at its end."""
     ends = {_stop_from(text, len(text))}
-    for stop in STOP:
+    for stop in _TURN_ENDS:
         ends.add(_partial_at(text, stop))
     return ends
 
@@ -784,7 +791,7 @@ def _kind_of(header):
 def _message_ends():
     """What ends a message another one follows: the format's message end, an
     end-of-turn marker."""
-    return tuple(marker for marker in (MESSAGE_END, *STOP) if marker)
+    return tuple(marker for marker in (MESSAGE_END, *_TURN_ENDS) if marker)
 
 
 _MESSAGE_ENDS = _message_ends() if MESSAGE_OPENER else ()

@@ -1056,6 +1056,38 @@ def _self_contained(schema, root):
     return out
 
 
+def _sorted_keys(schema):
+    """A copy of ``schema`` (self-contained: ``_self_contained``) in which every
+    object's ``properties`` come in the order templates that sort keys write them
+    (Jinja's ``dictsort``: by the key, case aside), where that is not the schema's
+    own order anywhere, else None. The grammars take the members of every object
+    in the schema's order, or of every object sorted (a consumer's JSON schema
+    reader follows the order ``properties`` lists)."""
+    changed = []
+
+    def copy(node, depth):
+        if isinstance(node, list):
+            return [copy(item, depth + 1) for item in node]
+        if not isinstance(node, dict) or depth > _DEEPEST_SCHEMA:
+            return node
+        out = {}
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                order = sorted(value, key=str.lower)
+                if order != list(value):
+                    changed.append(key)
+                value = {name: copy(value[name], depth + 1) for name in order}
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                value = {name: copy(item, depth + 1) for name, item in value.items()}
+            elif key in _SUBSCHEMA_LISTS or key in _SUBSCHEMA_ONE:
+                value = copy(value, depth + 1)
+            out[key] = value
+        return out
+
+    found = copy(schema, 0)
+    return found if changed else None
+
+
 def _check_tools(tools):
     """Say what is wrong with the tool definitions a grammar or a prompt is made
     from: TypeError where ``tools`` is no list, ValueError naming the definition and

@@ -15,14 +15,14 @@ from tests.exports.test_structural_tag import accepts
 pytest.importorskip("xgrammar")
 
 # What the tag refuses, per format (strict, as tests/test_schema_bounds.py's REFUSED):
-# xgrammar reads every JSON value by its schema; a Python literal's array is any value
-# in the tag as in Lark (merged with s10-live2, the GBNF's rules for it reach the tag:
-# Gemma 4's and LFM2.5's arrays are held to their counts too).
+# xgrammar reads every JSON value by its schema; a Python literal's array and one in
+# the template's own syntax (LFM2.5, Gemma 4) reach the tag as the GBNF's rules for
+# them, held to their counts; their strings are quoted or raw text, uncounted.
 REFUSED = {
     slug: (
         bounds.INTEGER | bounds.ARRAY | bounds.STRINGS
         if slug in ("nousresearch_hermes_2_pro_llama_3_8b_tool_use", "qwen_qwen3_0_6b")
-        else bounds.INTEGER | (bounds.ARRAY if slug == "qwen3_coder" else set())
+        else bounds.INTEGER | bounds.ARRAY
     )
     for slug in bounds.REFUSED
 }

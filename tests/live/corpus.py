@@ -38,73 +38,15 @@ from pathlib import Path
 
 import jsonschema
 
+from compiler.model import thinking_switch
 from tests import roundtrip as rt
 from tests.fallback_outputs import format_of
 from tests.live import reading
 from tests.live.decode import Decoded, GrammarRefused, Grammars, Matcher, decode, replay
 from tests.live.model import Loaded
 from tests.live.table import Row
+from tests.live.tools import SCHEMAS, SYSTEM, TOOLS, USER
 
-USER = (
-    "Book a table at Luigi's for 4 people at 19:30, outside, under the name Ada "
-    "(phone 555-0100). We need a high chair."
-)
-SYSTEM = "You are a helpful assistant. Answer by calling one of the tools."
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "book_table",
-            "description": "Book a table at a restaurant.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "restaurant": {
-                        "type": "string",
-                        "description": "The restaurant's name.",
-                    },
-                    "guests": {"type": "integer", "description": "How many people."},
-                    "outdoor": {"type": "boolean", "description": "A table outside."},
-                    "time": {"type": "string", "enum": ["18:00", "19:30", "21:00"]},
-                    "contact": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string"},
-                            "phone": {"type": "string"},
-                        },
-                        "required": ["name"],
-                        "additionalProperties": False,
-                    },
-                    "requests": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Special requests.",
-                    },
-                },
-                "required": ["restaurant", "guests", "time"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                },
-                "required": ["city"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]
-SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 # What the model must not leave in content besides the format's own markers.
 MODEL_MARKERS = ("<|im_start|>", "<|im_end|>")
 ENABLE_THINKING = False
@@ -126,9 +68,16 @@ class Context:
     """What every format's run shares: the model, the grammars' tokenizers, the
     vLLM plugins (made once per format)."""
 
-    def __init__(self, loaded: Loaded, cap: int, vllm: bool = True):
+    def __init__(
+        self,
+        loaded: Loaded,
+        cap: int,
+        vllm: bool = True,
+        penalty: tuple[float, float] = (0.0, 0.0),
+    ):
         self.loaded = loaded
         self.cap = cap
+        self.penalty = penalty  # frequency and presence (decode.OutputPenalty)
         self.grammars = Grammars(loaded)
         self.vllm = reading.VllmPath(loaded) if vllm else None
 
@@ -164,7 +113,13 @@ def prompt_for(slug: str, loaded: Loaded) -> Prompt:
     literal = [t for t in module.TRIGGERS if t["type"] in (0, 1)]
     if literal:
         trigger = literal[0]["value"]
-    switch = spec["capabilities"].get("thinking_switch")
+    # Thinking off as a request says it: enable_thinking, and the template's own
+    # switch's values for off where it has one (a request that gives none gets the
+    # template's default, which may be on).
+    switch = thinking_switch(spec["capabilities"].get("thinking_switch"))
+    kwargs = {"enable_thinking": ENABLE_THINKING}
+    if switch is not None:
+        kwargs.update(switch.setting(ENABLE_THINKING))
     tokenizer = loaded.tokenizer
     return Prompt(
         messages,
@@ -174,7 +129,7 @@ def prompt_for(slug: str, loaded: Loaded) -> Prompt:
         trigger,
         _ids(tokenizer, lead),
         _ids(tokenizer, trigger),
-        {(switch or {}).get("variable", "enable_thinking"): ENABLE_THINKING},
+        kwargs,
     )
 
 
@@ -243,13 +198,13 @@ def grammar_for(
     )
     make: Callable[[], Matcher]
     if export == "calls":
-        text = module.tool_call_grammar(tools=TOOLS, parallel_tool_calls=False)
+        text = module.tool_call_grammar(TOOLS, parallel_tool_calls=False)
         make = lambda: grammars.gbnf(text, "tool_call_grammar")  # noqa: E731
     elif export == "gbnf":
-        text = module.grammar(tools=TOOLS, **settings)
+        text = module.grammar(TOOLS, **settings)
         make = lambda: grammars.gbnf(text, "gbnf")  # noqa: E731
     elif export == "lark":
-        text = module.lark_grammar(tools=TOOLS, **settings)
+        text = module.lark_grammar(TOOLS, **settings)
         make = lambda: grammars.lark(text, "lark")  # noqa: E731
     else:
         tag = module.structural_tag(TOOLS, **settings)
@@ -295,6 +250,7 @@ def _run(slug: str, context: Context, row: Row, setting: Setting) -> None:
         prompt.trigger_ids if setting.export == "calls" else forced,
         trigger=prompt.trigger if setting.lazy else None,
         stop=module.STOP,
+        penalty=context.penalty,
     )
     row.tokens = len(decoded.ids)
     row.output = loaded.tokenizer.decode(decoded.text_ids, skip_special_tokens=False)

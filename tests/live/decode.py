@@ -239,6 +239,32 @@ class GrammarProcessor(LogitsProcessor):
             self.consumed += 1
 
 
+@dataclass
+class OutputPenalty(LogitsProcessor):
+    """OpenAI's ``frequency_penalty`` and ``presence_penalty`` (vLLM's too): each token's
+    logit less ``frequency`` times the times the output holds it so far, and less
+    ``presence`` once it holds it at all. Only the output's tokens count (``start``:
+    where it begins), never the prompt's; the search stays greedy and the grammar's
+    mask applies after it. A small model that repeats itself (an array of the same
+    string, a digit run, blank lines after the call) is pushed towards the token
+    that closes what it writes."""
+
+    start: int
+    frequency: float = 0.0
+    presence: float = 0.0
+
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor
+    ) -> torch.FloatTensor:
+        output = input_ids[0, self.start :]
+        if not output.numel() or not (self.frequency or self.presence):
+            return scores
+        counts = torch.bincount(output, minlength=scores.shape[-1])[: scores.shape[-1]]
+        counts = counts.to(scores.dtype)
+        penalty = self.frequency * counts + self.presence * (counts > 0).to(scores.dtype)
+        return scores - penalty.unsqueeze(0)
+
+
 class StopStrings(StoppingCriteria):
     """Ends the decode once the output after ``start`` holds one of ``stop``, as a
     server given the module's ``STOP`` strings does (vLLM's ``stop``). The string
@@ -319,13 +345,16 @@ def decode(
     grammar_forced: list[int] | None = None,
     trigger: str | None = None,
     stop: list[str] | None = None,
+    penalty: tuple[float, float] = (0.0, 0.0),
 ) -> Decoded:
     """Greedy decoding after ``prompt_ids`` + ``forced_ids``, at most ``cap`` new
     tokens, held to a matcher made by ``grammar`` (which first reads
     ``grammar_forced``: the forced ids from where its grammar begins; with
     ``trigger``, it sleeps until the output holds it), ending at the end-of-sequence
-    token or where the output reaches one of ``stop``. Whether the grammar may end
-    where the output ends is read by a fresh matcher over the output's ids."""
+    token or where the output reaches one of ``stop``; ``penalty``: OpenAI's
+    frequency and presence penalties on the output's tokens (``OutputPenalty``).
+    Whether the grammar may end where the output ends is read by a fresh matcher
+    over the output's ids."""
     started = time.monotonic()
     processors = None
     processor = None
@@ -351,6 +380,11 @@ def decode(
             prompt_ids, forced_ids, [], False, None, False, None, refused, 0.0
         )
     start = len(prompt_ids) + len(forced_ids)
+    if any(penalty):
+        # The penalty first, the grammar's mask last (it leaves the allowed tokens'
+        # order as the penalty made it).
+        penalized = OutputPenalty(len(prompt_ids), *penalty)
+        processors = LogitsProcessorList([penalized, *(processors or [])])
     inputs = torch.tensor([prompt_ids + forced_ids])
     stopping = StopStrings(loaded.tokenizer, start, stop or [])
     with torch.inference_mode():

@@ -105,6 +105,8 @@ def write(
         "",
         f"Commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M')}; {minutes:.1f} min in all"
         f" (model loaded in {loaded.seconds:.0f} s); token cap {args.cap};"
+        f" frequency penalty {getattr(args, 'frequency_penalty', 0.0)},"
+        f" presence penalty {getattr(args, 'presence_penalty', 0.0)};"
         f" {'full matrix' if args.full else 'default run'};"
         f" vLLM path {'off' if args.no_vllm else 'on'}.",
         "",
@@ -158,6 +160,8 @@ def write(
         "commit": _commit(),
         "minutes": round(minutes, 2),
         "cap": args.cap,
+        "frequency_penalty": getattr(args, "frequency_penalty", 0.0),
+        "presence_penalty": getattr(args, "presence_penalty", 0.0),
         "full": bool(args.full),
         "own": own,
         "answers": answers,

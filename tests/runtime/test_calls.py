@@ -21,7 +21,7 @@ TAGGED = dict(
     SUFFIXED_VALUES=True,
     LITERAL="python",
     _SEEK="<tool_call>",  # what calls are looked for by: the trigger's first piece
-    STOP=["<|im_end|>"],
+    _TURN_ENDS=["<|im_end|>"],
 )
 TYPES = {"get_weather": {"city": "string", "days": frozenset({"integer"})}}
 
@@ -244,7 +244,7 @@ JSON_FORMAT = dict(
     ARGUMENTS_PATH=("arguments",),
     ID_PATH=(),
     NAME_IS_KEY=False,
-    STOP=["<|im_end|>"],
+    _TURN_ENDS=["<|im_end|>"],
 )
 
 
@@ -350,7 +350,7 @@ def test_bare_json_calls(hermes, monkeypatch):
     monkeypatch.setattr(C, "CALL_END", "")
     monkeypatch.setattr(C, "_SEEK", "")
     monkeypatch.setattr(C, "ARGUMENTS_PATH", ("parameters",))
-    monkeypatch.setattr(C, "STOP", ["<|eom_id|>"])
+    monkeypatch.setattr(C, "_TURN_ENDS", ["<|eom_id|>"])
     text = ' {"name": "f", "parameters": {"a": 1}}<|eom_id|>'
     assert C._find_calls(text, {}, False) == ("", [_call("f", '{"a": 1}')], "")
     prose = 'Use {"name": "f", "parameters": {}} like this.'
@@ -371,7 +371,7 @@ def test_calls_after_content_that_is_a_unit(monkeypatch):
         _SEPARATOR_SEEK="@@",
         CALL_PARTS=(("name", "\n", ()), ("arguments", "", ())),
         JSON_ARGUMENTS=True,
-        STOP=["<end>"],
+        _TURN_ENDS=["<end>"],
     ).items():
         monkeypatch.setattr(C, name, value)
     monkeypatch.setattr(C, "_read_call", C._read_tagged_call)
