@@ -205,26 +205,27 @@ GBNF = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
     "tool-arguments ::= json-object\n"
+    "call-id-chars ::= [a-zA-Z0-9]{9}\n"
     'call-first-name ::= ws "," ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
-    'call-then-field-2 ::= ws "," ws "\\"id\\"" ws ":" ws\n'
+    'call-then-id ::= ws "," ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-111 ::= json-close\n"
-    "call-110 ::= ( call-then-field-2 json-value call-111 | json-close )\n"
+    "call-110 ::= ( call-then-id call-111 | json-close )\n"
     "call-101 ::= call-then-arguments tool-arguments call-111\n"
-    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 json-value call-101 )\n"
+    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-id call-101 )\n"
     'call-first-arguments ::= ws "," ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-011 ::= call-then-name call-111\n"
-    "call-010 ::= ( call-then-name call-110 | call-then-field-2 json-value call-011 )\n"
-    'call-first-field-2 ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws\n'
+    "call-010 ::= ( call-then-name call-110 | call-then-id call-011 )\n"
+    'call-first-id ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
-    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
+    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 )\n"
     'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'call-first-field-2-2 ::= ws "{" ws "\\"id\\"" ws ":" ws\n'
-    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 json-value call-001 ) calls-more\n"
+    'call-first-id-2 ::= ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
+    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-id-2 call-001 ) calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
@@ -256,26 +257,27 @@ GBNF_TOOLS = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
     "tool-arguments ::= json-object\n"
+    "call-id-chars ::= [a-zA-Z0-9]{9}\n"
     'call-first-name ::= ws "," ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-then-arguments ::= ws "," ws "\\"arguments\\"" ws ":" ws\n'
-    'call-then-field-2 ::= ws "," ws "\\"id\\"" ws ":" ws\n'
+    'call-then-id ::= ws "," ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-111 ::= json-close\n"
-    "call-110 ::= ( call-then-field-2 json-value call-111 | json-close )\n"
+    "call-110 ::= ( call-then-id call-111 | json-close )\n"
     "call-101 ::= call-then-arguments tool-arguments call-111\n"
-    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 json-value call-101 )\n"
+    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-id call-101 )\n"
     'call-first-arguments ::= ws "," ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-011 ::= call-then-name call-111\n"
-    "call-010 ::= ( call-then-name call-110 | call-then-field-2 json-value call-011 )\n"
-    'call-first-field-2 ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws\n'
+    "call-010 ::= ( call-then-name call-110 | call-then-id call-011 )\n"
+    'call-first-id ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
-    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
+    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 )\n"
     'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'call-first-field-2-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws\n'
-    "calls-root ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 json-value call-001 ) calls-more\n"
+    'call-first-id-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
+    "calls-root ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-id-2 call-001 ) calls-more\n"
 )
 
 # The rules of the grammars for other tool_choice and parallel_tool_calls settings
@@ -285,18 +287,18 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "call-first-field-2": 'ws "{" ws "\\"id\\"" ws ":" ws',
+        "call-first-id": 'ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
         "calls-rest-part": "calls-more",
-        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
+        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 ) calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
         "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "call-first-field-2": 'ws "{" ws "\\"id\\"" ws ":" ws',
+        "call-first-id": 'ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
         "calls-rest-part": "calls-more",
-        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
+        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
@@ -304,9 +306,9 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
         "call-first-name": '"[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "call-first-field-2": '"[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws',
+        "call-first-id": '"[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
         "calls-root-part": "calls-more",
-        "calls-root": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-root-part",
+        "calls-root": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 ) calls-root-part",
     },
 }
 

@@ -75,3 +75,25 @@ def test_an_id_of_a_call_that_proved_malformed_is_free(slug):
     assert [call["id"] for call in message["tool_calls"]] == ["call00001"], message
     assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"city": "c1"}
     assert message["content"].startswith(broken)
+
+
+@pytest.mark.parametrize(
+    "call_id, taken",
+    [("abc123XYZ", True), ("abc123XYZ0", False), ("abc12XYZ", False), ("abc-23XYZ", False)],
+)
+def test_the_grammar_holds_an_id_to_the_form_the_template_checks(call_id, taken):
+    """Mistral Nemo's template raises on a call id that is not nine letters or
+    digits; its calls' GBNF takes only ids of that form (a small model held to it
+    once wrote an id of a hundred digits and never closed the call)."""
+    from tests.test_grammar import accepts
+
+    module = rt.module(NEMO)
+    tools = [rt.TOOLS["get_weather"]]
+    grammar = module.tool_call_grammar(tools, parallel_tool_calls=False)
+    call = {"name": "get_weather", "arguments": {"city": "Paris"}, "id": call_id}
+    text = "[TOOL_CALLS][" + json.dumps(call) + "]"
+    assert accepts(grammar, text) is taken, text
+    # the id read back as written where the grammar takes it
+    if taken:
+        message = module.parse(text, tools=tools, strict=True)
+        assert message["tool_calls"][0]["id"] == call_id

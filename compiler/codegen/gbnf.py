@@ -105,7 +105,10 @@ def without(rule: str, stop, closed=None) -> list[str]:
     else:
         closing = dict(closed)
     rules = _Without(rule, stops).rules(closing)
-    return [f"{label} ::= {' | '.join(map(_render, options))}" for label, options in rules.items()]
+    return [
+        f"{label} ::= {' | '.join(map(_render, options))}"
+        for label, options in rules.items()
+    ]
 
 
 class _Without:
@@ -158,7 +161,11 @@ class _Without:
             for char, kid in self.kids[node].items():
                 fallback = 0 if node == 0 else self.moves[back[node]].get(char, 0)
                 back[kid] = fallback
-                self.hits[kid] = ends[kid] + self.hits[fallback] if ends[kid] else self.hits[fallback]
+                self.hits[kid] = (
+                    ends[kid] + self.hits[fallback]
+                    if ends[kid]
+                    else self.hits[fallback]
+                )
                 if self.hits[kid]:
                     continue
                 self.live[kid] = True
@@ -171,7 +178,9 @@ class _Without:
         for level in self.levels.values():
             level.sort(key=self.rank.__getitem__)
         self.children = {
-            node: [(c, kid) for c, kid in sorted(self.kids[node].items()) if self.live[kid]]
+            node: [
+                (c, kid) for c, kid in sorted(self.kids[node].items()) if self.live[kid]
+            ]
             for node in queue
         }
         self.ids = {}
@@ -239,14 +248,23 @@ class _Without:
 
     def _walks_at(self, depth: int) -> None:
         nodes = self.levels[depth]
-        crossing = [(y, z) for y in nodes for z in nodes if y != z and (y, z) in self.returns]
+        crossing = [
+            (y, z) for y in nodes for z in nodes if y != z and (y, z) in self.returns
+        ]
         if not crossing:
             for y in nodes:
-                self.walks[(y, y)] = [f"{self.name(y, y)}*"] if (y, y) in self.returns else []
+                self.walks[(y, y)] = (
+                    [f"{self.name(y, y)}*"] if (y, y) in self.returns else []
+                )
             return
         # Returns that move between states of one depth: the walks are the star of that
         # matrix (Kleene's construction over the states of the level).
-        paths = {(y, z): self.name(y, z) for y in nodes for z in nodes if (y, z) in self.returns}
+        paths = {
+            (y, z): self.name(y, z)
+            for y in nodes
+            for z in nodes
+            if (y, z) in self.returns
+        }
         for k in nodes:
             # Only the star of a state's own walks is ever used, so those stay as they are.
             loop = [_star(paths[(k, k)])] if (k, k) in paths else []
@@ -260,12 +278,16 @@ class _Without:
                     if y == k or z == k:
                         new[(y, z)] = via
                     else:
-                        new[(y, z)] = f"{paths[(y, z)]} | {via}" if (y, z) in paths else via
+                        new[(y, z)] = (
+                            f"{paths[(y, z)]} | {via}" if (y, z) in paths else via
+                        )
             paths = new
         for y in nodes:
             for z in nodes:
                 if y == z:
-                    self.walks[(y, y)] = [_star(paths[(y, y)])] if (y, y) in paths else []
+                    self.walks[(y, y)] = (
+                        [_star(paths[(y, y)])] if (y, y) in paths else []
+                    )
                 elif (y, z) in paths:
                     self.walks[(y, z)] = [_paren(paths[(y, z)])]
 
@@ -337,9 +359,12 @@ class _Without:
             if options:
                 rules[label] = [self.walks[(0, 0)] + _group(options)]
         rules.update(self.extra)
-        named = set().union(*(_refs(_render(o)) for options in rules.values() for o in options))
+        named = set().union(
+            *(_refs(_render(o)) for options in rules.values() for o in options)
+        )
         for (state, target), options in sorted(
-            self.returns.items(), key=lambda item: (self.rank[item[0][0]], self.rank[item[0][1]])
+            self.returns.items(),
+            key=lambda item: (self.rank[item[0][0]], self.rank[item[0][1]]),
         ):
             if self.name(state, target) in named:
                 rules[self.name(state, target)] = options
@@ -478,10 +503,16 @@ def _not_starting_with(shape: list) -> str:
         other = _complement(_union(loop, step))
         options = [f"{_class(*other)} any"] if other != (False, "") else []
         if state + 1 < len(steps):
-            first = literal(step[1]) if not step[0] and len(step[1]) == 1 else _class(*step)
+            first = (
+                literal(step[1]) if not step[0] and len(step[1]) == 1 else _class(*step)
+            )
             heads.append(" ".join(parts + ["( " + " | ".join(options + [first + " "])]))
         else:
-            heads.append(" ".join(parts + (["( " + " | ".join(options) + " )?"] if options else [])))
+            heads.append(
+                " ".join(
+                    parts + (["( " + " | ".join(options) + " )?"] if options else [])
+                )
+            )
     return "".join(heads) + " )?" * (len(heads) - 1)
 
 
@@ -489,7 +520,11 @@ def _not_starting_with(shape: list) -> str:
 
 # The JSON (and JSON-or-Python) value rules are the runtime's (a module adds them where
 # a tool's schema needs them).
-_JSON_RULES = {name: body for name, body in JSON_RULES.items() if name not in ("ws", "json-integer")}
+_JSON_RULES = {
+    name: body
+    for name, body in JSON_RULES.items()
+    if name not in ("ws", "json-integer")
+}
 _PY_RULES = PY_RULES
 
 
@@ -509,7 +544,8 @@ class _Piece:
 
 def _trail(text: str) -> str:
     """For the whitespace a literal ends with (which the reader takes when it is
-    there), any whitespace: exact, it could end a lexeme inside the next one's ``ws``."""
+    there), any whitespace: exact, it could end a lexeme inside the next one's ``ws``.
+    """
     tail = text[len(text.rstrip()) :]
     return _space(tail) if text.strip() and tail else ""
 
@@ -585,7 +621,11 @@ class _Grammar:
         if fmt.content_as_unit:
             assert fmt.calls is not None
             self.word = fmt.calls.separator.strip()
-        self.rules: dict[str, str] = {"ws": WS, "any": f"{ANY_CHAR}*", SPACE_RULE: SPACE}
+        self.rules: dict[str, str] = {
+            "ws": WS,
+            "any": f"{ANY_CHAR}*",
+            SPACE_RULE: SPACE,
+        }
         # The end of an output: whitespace, possibly an end-of-turn marker.
         stops = [literal(stop) for stop in fmt.stop]
         self.add("end", f"ws ( {_alternatives(stops)} ws )?" if stops else "ws")
@@ -620,7 +660,9 @@ class _Grammar:
             if name not in reached:
                 reached.add(name)
                 todo += sorted(_refs(self.rules[name]))
-        return "".join(f"{n} ::= {body}\n" for n, body in self.rules.items() if n in reached)
+        return "".join(
+            f"{n} ::= {body}\n" for n, body in self.rules.items() if n in reached
+        )
 
     def sequence(self, name: str, pieces: list[_Piece]) -> tuple[str, bool]:
         """GBNF for ``pieces`` in a row, and whether it is all terminal; runs of
@@ -643,7 +685,10 @@ class _Grammar:
             items.append((_join(run), True))
         if all(terminal for _, terminal in items):
             return _join([text for text, _ in items]), True
-        out = [self.named(f"{name}-part", text) if terminal else text for text, terminal in items]
+        out = [
+            self.named(f"{name}-part", text) if terminal else text
+            for text, terminal in items
+        ]
         return " ".join(out), False
 
     # values and names
@@ -662,7 +707,9 @@ class _Grammar:
         prefix = self.value_rules(python)
 
         def absorb(lead: str) -> str:
-            opening = self.named("arguments-open", _join([lead, "ws", literal("{"), "ws"]))
+            opening = self.named(
+                "arguments-open", _join([lead, "ws", literal("{"), "ws"])
+            )
             self.hooks["TOOL_ARGUMENTS"] = "members"
             return f"{opening} {self.add(ARGUMENTS_RULE, f'{prefix}-members')}"
 
@@ -704,7 +751,11 @@ class _Grammar:
                     # The reader may also end the name at its word's end (real
                     # outputs leave the literal out): whitespace after the word ends
                     # it there, so the literal follows the word as written.
-                    close = _join([literal(after.rstrip()), _trail(after)]) if after.strip() else ""
+                    close = (
+                        _join([literal(after.rstrip()), _trail(after)])
+                        if after.strip()
+                        else ""
+                    )
                     pieces.append(_Piece(_join(["ws", rule, close])))
                     continue
                 pieces.append(_Piece(_join(["ws", rule, _marker(after)])))
@@ -751,7 +802,9 @@ class _Grammar:
         else:
             key = self.add("argument-key", _class(*chars, repeated=True))
 
-        def head_of(key: str, exact: bool = False, attribute: str = "argument-attribute-closed") -> str:
+        def head_of(
+            key: str, exact: bool = False, attribute: str = "argument-attribute-closed"
+        ) -> str:
             """A unit's text up to its value; ``exact``: the whitespace the last
             literal ends with as the reader takes it (once, or not at all), where
             more would be the value's own text (a suffixed value)."""
@@ -763,7 +816,7 @@ class _Grammar:
                 head = _join([head, attribute] + (
                     [] if exact else [_trail(arguments.value_start)]))  # fmt: skip
             if exact:
-                head = _join([head, _optional(last[len(last.rstrip()):])])
+                head = _join([head, _optional(last[len(last.rstrip()) :])])
             return head
 
         # What stands between the key and the value (an attribute naming its type):
@@ -776,11 +829,18 @@ class _Grammar:
             words = dict(arguments.type_attributes)
             if words:
                 written = {kind: literal(word + start) for kind, word in words.items()}
-                self.add("argument-attribute-closed", _alternatives(list(dict.fromkeys(written.values()))))
+                self.add(
+                    "argument-attribute-closed",
+                    _alternatives(list(dict.fromkeys(written.values()))),
+                )
                 self.hooks["TOOL_ATTRIBUTES"] = written
                 unit_attribute = ATTRIBUTE_HOLE
             else:
-                self.extend(without("argument-attribute", start, closed="argument-attribute-closed"))
+                self.extend(
+                    without(
+                        "argument-attribute", start, closed="argument-attribute-closed"
+                    )
+                )
         head = head_of(key)
         separator = _marker(arguments.separator)
         # What a tool's schema replaces (runtime/schema_gbnf.py): one unit, ``tool-key``
@@ -799,7 +859,11 @@ class _Grammar:
                 before, _, after = core.partition(KEY_SLOT)
             else:
                 before, after = core, None
-            self.extend(without("argument-value", before or after, closed="argument-value-closed"))
+            self.extend(
+                without(
+                    "argument-value", before or after, closed="argument-value-closed"
+                )
+            )
             value = "argument-value-closed"
             close = ["ws", literal(before or after or "")]
             if before and after is not None:
@@ -808,20 +872,38 @@ class _Grammar:
             # A value written as it is (a string: an enum's, a const's) is the text
             # between the key's literal and the suffix less one run of the whitespace
             # each writes there (the reader's _read_to): no other whitespace around it.
-            exact_close = [_optional(suffix[: len(suffix) - len(suffix.lstrip())])] + close[1:]
+            exact_close = [
+                _optional(suffix[: len(suffix) - len(suffix.lstrip())])
+            ] + close[1:]
             unit = self.add("argument", _join([head, value, _trail(suffix)]))
             raw = value
             if before and after is not None:
                 # The value runs to the closer that names its key (elements inside it
                 # are closed by closers that name theirs).
-                raw = _join(["argument-value-closed+", KEY_HOLE, literal(after) if after else ""])
+                raw = _join(
+                    [
+                        "argument-value-closed+",
+                        KEY_HOLE,
+                        literal(after) if after else "",
+                    ]
+                )
             self.hooks.update(
-                TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]),
+                TOOL_UNIT=_join(
+                    [
+                        head_of(KEY_HOLE, attribute=unit_attribute),
+                        VALUE_HOLE,
+                        _trail(suffix),
+                    ]
+                ),
                 TOOL_RAW_VALUE=raw,
                 TOOL_ANY_VALUE=raw,
                 TOOL_VALUE_CLOSE=_join(close),
                 TOOL_UNIT_EXACT=_join(
-                    [head_of(KEY_HOLE, exact=True, attribute=unit_attribute), VALUE_HOLE, _trail(suffix)]
+                    [
+                        head_of(KEY_HOLE, exact=True, attribute=unit_attribute),
+                        VALUE_HOLE,
+                        _trail(suffix),
+                    ]
                 ),
                 TOOL_VALUE_CLOSE_EXACT=_join(exact_close),
             )
@@ -833,14 +915,22 @@ class _Grammar:
         options = []
         if arguments.string_open:
             opening, closing = arguments.string_open, arguments.string_close
-            self.extend(without("argument-string-text", closing, closed="argument-string-closed"))
-            string = self.add("argument-string", f"{literal(opening)} argument-string-closed")
+            self.extend(
+                without(
+                    "argument-string-text", closing, closed="argument-string-closed"
+                )
+            )
+            string = self.add(
+                "argument-string", f"{literal(opening)} argument-string-closed"
+            )
             options.append(string)
         if arguments.syntax is not None:
             options += self.own_values(arguments.syntax)
         else:
             options.append(f"{self.value_rules(arguments.literal == 'python')}-value")
-            options.append(self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True)))
+            options.append(
+                self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True))
+            )
         value = _alternatives(options)
         self.hooks.update(
             TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE]),
@@ -858,7 +948,9 @@ class _Grammar:
         or a word or number (any word: the reader types it by the tools' schema)."""
         self.value_rules(False)  # json-number
         word = self.add("own-word", _class(True, _NOT_IN_OWN_WORDS, repeated=True))
-        words = [literal(w) for w in (syntax.null_word, syntax.true_word, syntax.false_word)]
+        words = [
+            literal(w) for w in (syntax.null_word, syntax.true_word, syntax.false_word)
+        ]
         self.add("own-value", _alternatives(
             ["argument-string", "own-object", "own-array", "json-number"] + words))  # fmt: skip
         # A key holds no space, nor the first character of what ends it or of a mark.
@@ -870,8 +962,20 @@ class _Grammar:
                         "ws", "own-value"])  # fmt: skip
         self.add("own-member", member)
         for kind, opening, closing, separator, item in (
-            ("object", syntax.object_open, syntax.object_close, syntax.member_separator, "own-member"),
-            ("array", syntax.array_open, syntax.array_close, syntax.item_separator, "own-value"),
+            (
+                "object",
+                syntax.object_open,
+                syntax.object_close,
+                syntax.member_separator,
+                "own-member",
+            ),
+            (
+                "array",
+                syntax.array_open,
+                syntax.array_close,
+                syntax.item_separator,
+                "own-value",
+            ),
         ):
             more = f"( ws {literal(separator.strip())} ws {item} )*"
             body = f"{literal(opening)} ws ( {item} {more} )? ws {literal(closing)}"
@@ -887,7 +991,9 @@ class _Grammar:
         prefix = self.value_rules(python)
         # A name inside a JSON (or Python) string: no quotes, no escapes.
         rule = self.add(NAME_RULE, _class(True, NOT_IN_NAMES + "\"'\\", repeated=True))
-        name = _alternatives([f"{literal(q)} {rule} {literal(q)}" for q in _quotes(python)])
+        name = _alternatives(
+            [f"{literal(q)} {rule} {literal(q)}" for q in _quotes(python)]
+        )
         if fields.arguments_as_string:
             arguments = f"{prefix}-string"  # not typed by the tools' schemas
         else:
@@ -903,6 +1009,22 @@ class _Grammar:
             "arguments": (arguments, False),
             "other": (f"{prefix}-value", False),
         }
+        ids = _id_class(self.fmt.polyfills.call_ids)
+        if fields.id is not None and ids is not None:
+            # The template refuses other ids (Mistral's nine letters or digits): a
+            # string of that form, which also keeps a small model from writing an
+            # endless one.
+            node = shape = _copied(shape)
+            for key in fields.id[:-1]:
+                node = node[key]
+            node[fields.id[-1]] = "id"
+            ids = self.add("call-id-chars", ids)
+            leaves["id"] = (
+                _alternatives(
+                    [f"{literal(q)} {ids} {literal(q)}" for q in _quotes(python)]
+                ),
+                True,
+            )
         return self.json_object("call", shape, opening, leaves, python)
 
     def json_object(
@@ -912,9 +1034,12 @@ class _Grammar:
         once, in any order, and no others (the reader refuses members the template
         never writes): rules ``{prefix}-…``, one per set of fields seen
         (``{prefix}-10``: the first seen, not the second). Fields whose leaf is
-        ``other`` may be left out. ``opening``: the terminal text up to the first key."""
+        ``other`` may be left out. ``opening``: the terminal text up to the first key.
+        """
         keys = list(shape)
-        required = {i for i, key in enumerate(keys) if shape[key] != "other"}
+        required = {
+            i for i, key in enumerate(keys) if shape[key] not in ("other", "id")
+        }
         comma = f"ws {literal(',')} ws"
 
         def quoted(key: str) -> str:
@@ -934,7 +1059,9 @@ class _Grammar:
             return f"{self.named(name, head)} {text}"
 
         def state(seen: frozenset) -> str:
-            label = f"{prefix}-" + "".join("1" if i in seen else "0" for i in range(len(keys)))
+            label = f"{prefix}-" + "".join(
+                "1" if i in seen else "0" for i in range(len(keys))
+            )
             if label not in self.rules:
                 unseen = [i for i in range(len(keys)) if i not in seen]
                 fields = [f"{member(i, comma)} {state(seen | {i})}" for i in unseen]
@@ -943,7 +1070,9 @@ class _Grammar:
                 self.add(label, _alternatives(fields))
             return label
 
-        return _alternatives([f"{member(i, opening)} {state(frozenset([i]))}" for i in range(len(keys))])
+        return _alternatives(
+            [f"{member(i, opening)} {state(frozenset([i]))}" for i in range(len(keys))]
+        )
 
     def calls(self, variant: str) -> str:
         """The calls to the end of the output: ``full`` (from any whitespace and the
@@ -978,7 +1107,9 @@ class _Grammar:
             pieces = [_Piece(closing)]
             if self.parallel:
                 lead = _join([_marker(calls.separator), _marker(calls.start)])
-                text, terminal = self.sequence("call-next", [_Piece(lead)] + self.call_pieces())
+                text, terminal = self.sequence(
+                    "call-next", [_Piece(lead)] + self.call_pieces()
+                )
                 following = self.add("call-next", text)
                 pieces.insert(0, _Piece(f"{following}*", terminal))
             ending = []
@@ -986,7 +1117,9 @@ class _Grammar:
                 literals = [literal(marker) for marker in dict.fromkeys(markers)]
                 ending.append(f"( ws {_alternatives(literals)} )*")
             if calls.content_after_calls:
-                pieces.append(_Piece(self.content_after_calls(markers, ending), terminal=False))
+                pieces.append(
+                    _Piece(self.content_after_calls(markers, ending), terminal=False)
+                )
             else:
                 pieces += [_Piece(text) for text in ending] + [_Piece("end")]
             text, self.more_terminal = self.sequence("calls-more", pieces)
@@ -1019,7 +1152,13 @@ class _Grammar:
         if not stops:
             if self.choice == "required":
                 return []  # text to the end holds no call
-            return [self.named(f"{name}-open-any", f"{opener} any end") if opener else "any end"]
+            return [
+                (
+                    self.named(f"{name}-open-any", f"{opener} any end")
+                    if opener
+                    else "any end"
+                )
+            ]
         closing = {}
         if end:
             closing[end] = f"{name}-closed"
@@ -1030,14 +1169,18 @@ class _Grammar:
         def opened(rule: str, then: str = "") -> str:
             if not opener:
                 return _join([rule, then])
-            return self.named(f"{name}-open-{rule[len(name) + 1:]}", _join([opener, rule, then]))
+            return self.named(
+                f"{name}-open-{rule[len(name) + 1:]}", _join([opener, rule, then])
+            )
 
         # tool_choice: "none" leaves out the calls, "required" what ends without one.
         calls, ending = self.choice != "none", self.choice != "required"
         options = []
         if f"{name}-closed" in made:
             if word and calls:
-                after = f"( {self.calls('full')} | end )" if ending else self.calls("full")
+                after = (
+                    f"( {self.calls('full')} | end )" if ending else self.calls("full")
+                )
                 options.append(f"{opened(name + '-closed')} {after}")
             elif ending:
                 options.append(opened(f"{name}-closed", "end"))
@@ -1068,8 +1211,10 @@ class _Grammar:
             # given): bare text is content too.
             return options + self.region("text" if content.end else "content", None, "")
         calls = self.has_calls and self.choice != "none"
-        return options + ([self.calls("full")] if calls else []) + (
-            [] if self.choice == "required" else ["end"]
+        return (
+            options
+            + ([self.calls("full")] if calls else [])
+            + ([] if self.choice == "required" else ["end"])
         )
 
     def output(self, enable_thinking: bool | None) -> str:
@@ -1088,7 +1233,10 @@ class _Grammar:
         start = reasoning.start
         # With tools given or not (a prompt may open the block only without them):
         # the grammar admits what parse reads either way.
-        settings = [reasoning.opened_by_prompt(enable_thinking, tools) for tools in (False, True)]
+        settings = [
+            reasoning.opened_by_prompt(enable_thinking, tools)
+            for tools in (False, True)
+        ]
         opened, always = any(settings), all(settings)
         # (None: the prompt may have opened it, and the text is reasoning where the
         # closer comes, the answer where it does not)
@@ -1101,7 +1249,11 @@ class _Grammar:
             # answer's).
             word = self.word if self.has_calls else ""
             stops = [stop for stop in (reasoning.end, word) if stop]
-            self.extend(without("reasoning-lead", stops, closed={reasoning.end: "reasoning-led"}))
+            self.extend(
+                without(
+                    "reasoning-lead", stops, closed={reasoning.end: "reasoning-led"}
+                )
+            )
             led = f"reasoning-led {reply}"
             if not start:
                 return f"{led} | {reply}"
@@ -1115,7 +1267,9 @@ class _Grammar:
         # Reasoning the output ends in holds no call.
         unclosed_ends = [] if self.choice == "required" else [unclosed]
         return " | ".join(
-            [f"{closed} {reply}"] + ([led] if led else []) + unclosed_ends
+            [f"{closed} {reply}"]
+            + ([led] if led else [])
+            + unclosed_ends
             + ([] if always else [reply])
         )
 
@@ -1154,7 +1308,9 @@ def build_tool_calls(
         return None
     assert fmt.calls is not None
     calls = grammar.calls("root" if fmt.calls.trigger else "full")
-    return with_tool_names(grammar.text(calls), fmt, tools if name is None else [{"name": name}])
+    return with_tool_names(
+        grammar.text(calls), fmt, tools if name is None else [{"name": name}]
+    )
 
 
 def _tool_choice(tool_choice) -> tuple[str, str | None]:
@@ -1187,8 +1343,14 @@ def choices(fmt: Format) -> dict:
         for choice, parallel in SETTINGS:
             text = build(fmt, enable_thinking=thinking, tool_choice=choice,
                          parallel_tool_calls=parallel)  # fmt: skip
-            changed = {n: body for n, body in _rule_map(text).items() if base.get(n) != body}
-            if changed if thinking else changed != out.get((choice, parallel, True), {}):
+            changed = {
+                n: body for n, body in _rule_map(text).items() if base.get(n) != body
+            }
+            if (
+                changed
+                if thinking
+                else changed != out.get((choice, parallel, True), {})
+            ):
                 out[(choice, parallel, thinking)] = changed
     base = _rule_map(build_tool_calls(fmt) or "")
     single = _rule_map(build_tool_calls(fmt, parallel_tool_calls=False) or "")
@@ -1223,11 +1385,35 @@ def with_tool_names(text: str, fmt: Format, tools) -> str:
         if isinstance(name, str) and name:
             # Names inside JSON strings are written JSON-escaped.
             in_json = fmt.calls is not None and fmt.calls.format == "json"
-            names.append(json.dumps(name, ensure_ascii=False)[1:-1] if in_json else name)
+            names.append(
+                json.dumps(name, ensure_ascii=False)[1:-1] if in_json else name
+            )
     names = list(dict.fromkeys(names))
     if not names or f"\n{NAME_RULE} ::= " not in text:
         return text
     rule = f"{NAME_RULE} ::= " + " | ".join(literal(name) for name in names)
     # Rules end at "\n" only: a literal may hold U+2028 or U+0085, which splitlines() cuts at.
     lines = text.split("\n")
-    return "\n".join(rule if line.startswith(f"{NAME_RULE} ::= ") else line for line in lines)
+    return "\n".join(
+        rule if line.startswith(f"{NAME_RULE} ::= ") else line for line in lines
+    )
+
+
+# A call id pattern the GBNF writes as it stands: one character class, counted.
+_ID_PATTERN = re.compile(r"\[[A-Za-z0-9-]+\]\{[0-9]+(,[0-9]+)?\}")
+
+
+def _id_class(pattern: str | None) -> str | None:
+    """The GBNF of a call id's characters where the template checks ids against
+    ``pattern`` and it is a counted character class (the only form the analysis
+    records, compiler/probe.py); None for any other pattern (any string, then)."""
+    if pattern is None or not _ID_PATTERN.fullmatch(pattern):
+        return None
+    return pattern
+
+
+def _copied(shape: dict) -> dict:
+    return {
+        key: _copied(leaf) if isinstance(leaf, dict) else leaf
+        for key, leaf in shape.items()
+    }

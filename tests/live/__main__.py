@@ -27,7 +27,7 @@ ALLOWED = 0.05
 # frequency_penalty and presence_penalty, as a server applies them): a 135M model
 # held to a foreign format repeats itself (an array of one string, a run of digits,
 # blank lines after the call) until the cap; greedy all the same (docs/live-model.md).
-CAP = 128
+CAP = 192
 FREQUENCY_PENALTY = 0.0
 PRESENCE_PENALTY = 0.0
 
