@@ -31,6 +31,7 @@ from tests import roundtrip as rt
 from tests.fallback_outputs import TOOLS as FALLBACK_TOOLS
 from tests.fallback_outputs import broken, fallback_slugs, format_of, outputs
 from tests.test_lark import OPTIONS, json_container_slugs
+from tests.test_lark import KNOWN_REJECTIONS
 from tests.test_roundtrip import KNOWN_FAILURES
 
 xgr = pytest.importorskip("xgrammar")
@@ -105,7 +106,12 @@ def test_accepts_every_round_trip_text(slug):
         for tools in toolsets:
             checked += 1
             tag = _tag(slug, tools, enable_thinking=kind.enable_thinking)
-            if not accepts(tag, case.text):
+            taken = accepts(tag, case.text)
+            if (slug, kind.name) in KNOWN_REJECTIONS:
+                # the Lark's and the GBNF's known rejection (a quote the template
+                # leaves inside a Python string): the tag holds strings alike
+                assert not taken, f"{kind.name}: accepted now; leave KNOWN_REJECTIONS"
+            elif not taken:
                 missed.append((kind.name, "no tools" if tools is None else len(tools), case.text))
     if not checked:
         pytest.skip("no well-formed round-trip text")
@@ -344,20 +350,24 @@ def test_every_setting_compiles(slug):
 
 def test_acceptance_figure():
     """The acceptance figure over the corpus, for the report."""
-    accepted = total = 0
+    accepted = total = known = 0
     for slug in SLUGS:
         for kind in rt.ALL_KINDS:
             case = _case(slug, kind.name)
             if case is None:
                 continue
             for tools in [case.tools] if case.tools else [None, ALL_TOOLS]:
+                if (slug, kind.name) in KNOWN_REJECTIONS:
+                    known += 1  # refused, as by the Lark (tests/test_lark.py)
+                    continue
                 total += 1
                 tag = _tag(slug, tools, enable_thinking=kind.enable_thinking)
                 accepted += accepts(tag, case.text)
     if not total:
         pytest.skip("no corpus: run make templates")
     slugs = sum(1 for slug in SLUGS if any(_case(slug, k.name) for k in rt.ALL_KINDS))
-    print(f"\nstructural tags: {accepted}/{total} round-trip texts accepted ({slugs} formats)")
+    print(f"\nstructural tags: {accepted}/{total} round-trip texts accepted ({slugs} formats);"
+          f" {known} more the Lark's known rejections, refused alike")  # fmt: skip
     assert accepted == total
 
 
