@@ -474,10 +474,14 @@ _SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 def _seek(text, at, limit=None):
     """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1."""
-    known = _known_in(text)
+    known = _KNOWN[1] if _KNOWN[0] is text else _known_in(text)
     best = -1
     for seek in _SEEKS:
-        found = _next_of(text, seek, at, known)
+        if seek in known:
+            found = _next_of(text, seek, at, known)
+        else:  # (the first look in a text: _next_of's, at once)
+            found = text.find(seek, at)
+            known[seek] = (at, found)
         if found < 0 or (limit is not None and found + len(seek) > limit):
             continue  # (the first from ``at`` on ends past the limit: all do)
         if best < 0 or found < best:
@@ -704,25 +708,29 @@ def _stop_run(text, end, begun=(), once=False):
     has already (one begun after it); ``once``: one marker only, as the template
     ends a turn (strict reading, as the grammars)."""
     at = end
-    used = list(begun)
-    while True:
-        found = ""
-        for stop in _TURN_ENDS:
-            if (
-                stop
-                and len(stop) > len(found)
-                and stop not in used
-                and text.endswith(stop, 0, at)
-            ):
-                found = stop
-        if not found:
+    used = begun
+    # (none ends the text, most often: one look for all of them)
+    while text.endswith(_LONGEST_ENDS, 0, at):
+        for stop in _LONGEST_ENDS:  # the first that ends it is the longest
+            if text.endswith(stop, 0, at) and stop not in used:
+                break
+        else:
             return at
-        used.append(found)
-        at -= len(found)
+        at -= len(stop)
         if once:
             return at
+        used = (*used, stop)
+    return at
 
 
+def _longest_first(markers):
+    """``markers`` (those not empty, each once), longest first, the first of those
+    as long kept first."""
+    return tuple(sorted(dict.fromkeys(m for m in markers if m), key=len, reverse=True))
+
+
+# The end-of-turn markers as ``_stop_run`` tries them.
+_LONGEST_ENDS = _longest_first(_TURN_ENDS)
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
 _STOP_REACH = sum(map(len, _TURN_ENDS))
 
@@ -733,6 +741,8 @@ def _stop_at(text, once=False):
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
+    if not text.endswith(_LONGEST_ENDS, 0, end):
+        return len(text)  # (most often)
     at = _stop_run(text, end, once=once)
     return at if at < end else len(text)
 
@@ -761,6 +771,8 @@ def _stop_from(text, end):
     aside) begin, as ``_strip_stop`` finds them (``_stop_run``); ``end`` where none
     does."""
     kept = _space_before(text, end)
+    if not text.endswith(_LONGEST_ENDS, 0, kept):
+        return end  # (most often)
     at = _stop_run(text, kept)
     return at if at < kept else end
 
@@ -901,13 +913,14 @@ def _maybe_stop(text):
 
 
 def _before_stop(text):
-    """Where ``text`` may end once the output's final end-of-turn marker is
-    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
-    before one begun at its end."""
-    ends = {_stop_from(text, len(text))}
-    for stop in _TURN_ENDS:
-        ends.add(_partial_at(text, stop))
-    return ends
+    """The earliest place where ``text`` may end once the output's final
+    end-of-turn markers are dropped (``_strip_stop``), more text or not: before
+    markers that end it, or before one begun at its end (``_partial_at`` of each,
+    found at once); ``len(text)`` where neither is."""
+    pattern, reach = _TAIL_PATTERNS.get(()) or _tail_pattern(())
+    found = pattern.search(text, max(0, len(text) - reach))
+    begun = found.start() if found else len(text)
+    return min(begun, _stop_from(text, len(text)))
 
 
 def _name_end(text, at, after, options):
@@ -1064,9 +1077,13 @@ class _Echo:
 
 
 def _without_echo(text):
-    """``text`` as _Echo writes it, read whole."""
-    echo = _Echo()
-    return echo.feed(text) + echo.finish()
+    """``text`` as _Echo writes it, read whole: less the first of PROMPT_ENDS it
+    starts with (whitespace before it aside, and dropped with it)."""
+    stripped = text.lstrip()
+    for end in PROMPT_ENDS:
+        if stripped.startswith(end):
+            return stripped[len(end) :]
+    return text
 
 
 # --- a turn written as several messages (MESSAGE_OPENER) ------------------------------
@@ -2776,6 +2793,8 @@ def _compiled(tools):
 def _schema_types(tools):
     """How the tagged values of the functions in ``tools`` are typed, for reading one
     output: compiled tools' own, else read from the list as the output needs them."""
+    if type(tools) is CompiledTools:
+        return tools._types  # (the common case, at once)
     compiled = _compiled(tools)
     return _SchemaTypes(tools) if compiled is None else compiled._types
 
@@ -3825,7 +3844,9 @@ def parse(text, *, tools=None, enable_thinking=None, strict=False):
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
-            tool_calls = _unique_ids(tool_calls + more)
+            tool_calls += more
+            if len(tool_calls) > 1:  # (one call's id is its own)
+                _unique_ids(tool_calls)
         # Content may follow the calls where the template writes it there; a call
         # marker in it is a broken call, not content.
         for _, piece in pieces:
@@ -3900,6 +3921,48 @@ def _prefix_tail(*markers):
         return start
 
     return tail
+
+
+def _pattern_tail(*markers):
+    """``_prefix_tail(*markers)`` as one pattern searched for in C, for markers the
+    format itself writes (a value's suffix that names no key): making the pattern
+    costs time in the square of a marker's length, paid once per format."""
+    written = [marker for marker in markers if marker]
+    prefixes = {marker[:size] for marker in written for size in range(1, len(marker))}
+    alternatives = "|".join(map(re.escape, sorted(prefixes)))
+    search = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)").search
+    reach = max(map(len, written), default=0)
+
+    def tail(text):
+        found = search(text, max(0, len(text) - reach))
+        return found.start() if found else len(text)
+
+    return tail
+
+
+def _value_tail(suffix, mark):
+    """The tail function of a value written up to ``suffix`` (``mark``: the next
+    unit's key, or ""): ``_prefix_tail`` of the suffix's core, with and without the
+    whitespace it opens with, and of the mark. Kept for the suffixes the format
+    writes (``_OWN_SUFFIXES``), a few per format; one that names a key (MiniMax
+    M3's) is made afresh, in time linear in its length."""
+    tail = _VALUE_TAILS.get((suffix, mark))
+    if tail is None:
+        core = suffix.strip()
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        if suffix not in _OWN_SUFFIXES:
+            return _prefix_tail(lead + core, core, mark)
+        tail = _VALUE_TAILS[suffix, mark] = _pattern_tail(lead + core, core, mark)
+    return tail
+
+
+# The value suffixes the format writes as they are (no key named in them).
+_OWN_SUFFIXES = tuple(
+    suffix
+    for suffix in (ARG_STRING_CLOSE, "" if VALUE_SUFFIX_NAMES_KEY else ARG_VALUE_SUFFIX)
+    if suffix.strip()
+)
+_VALUE_TAILS: dict = {}
 
 
 def _borders(marker):
@@ -4235,7 +4298,8 @@ class StreamParser:
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
-            self._pending, self._tail = _final_stop_apart(text)
+            at = _stop_at(text)  # (as _final_stop_apart: a call less per chunk)
+            self._pending, self._tail = text[:at], text[at:]
             self._step()
             if self._hold_from is not None or self._tail:
                 self._run = None  # the next chunk goes through the reader
@@ -4349,9 +4413,7 @@ class StreamParser:
         or after a final end-of-turn marker (more of it changes nothing) waits in
         ``_space``."""
         kept = rest.rstrip()
-        if len(kept) < len(rest) and (
-            not kept or any(kept.endswith(s) for s in _TURN_ENDS if s)
-        ):
+        if len(kept) < len(rest) and (not kept or kept.endswith(_LONGEST_ENDS)):
             self._space.append(rest[len(kept) :])
             rest = kept
         self._pending = rest
@@ -4888,7 +4950,8 @@ class StreamParser:
     def _decide(self, literal):
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
-        until other text follows it, so that a long run of it is read once."""
+        until other text follows it, so that a long run of it is read once. Where
+        it has matched ``literal`` meanwhile, what ``_match`` says (else None)."""
         space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
@@ -4896,8 +4959,8 @@ class StreamParser:
                 space = []
             if not space and _decided(self._pending, literal):
                 end = _match(self._pending, 0, literal)
-                if end < 0 or min(_before_stop(self._pending)) >= end:
-                    return
+                if end < 0 or _before_stop(self._pending) >= end:
+                    return end
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
@@ -4908,16 +4971,20 @@ class StreamParser:
                 self._pending = ""
             yield
         self._pending = "".join(space) + self._pending
+        return None
 
     def _peek(self, literal):
         """Whether ``literal`` comes next (as ``_match`` reads it)."""
-        yield from self._decide(literal)
-        return _match(self._pending, 0, literal) >= 0
+        end = yield from self._decide(literal)
+        if end is None:
+            end = _match(self._pending, 0, literal)
+        return end >= 0
 
     def _literal(self, literal):
         """Read ``literal``: False, with nothing read, when it is not next."""
-        yield from self._decide(literal)
-        end = _match(self._pending, 0, literal)
+        end = yield from self._decide(literal)
+        if end is None:
+            end = _match(self._pending, 0, literal)
         if end < 0:
             return False
         self._consume(end)
@@ -5549,7 +5616,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail = _prefix_tail(lead + core, core, mark)
+        tail = _value_tail(suffix, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole

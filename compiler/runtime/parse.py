@@ -152,7 +152,9 @@ def parse(text, *, tools=None, enable_thinking=None, strict=False):
             gap = whole[len(rest) : _skip_space(whole, len(rest))]
             rest = _strip_stop(_before_break(rest) if TURN_BREAK else rest, strict)
             pieces, more = _calls_after(after, gap, types, strict, _past_broken)
-            tool_calls = _unique_ids(tool_calls + more)
+            tool_calls += more
+            if len(tool_calls) > 1:  # (one call's id is its own)
+                _unique_ids(tool_calls)
         # Content may follow the calls where the template writes it there; a call
         # marker in it is a broken call, not content.
         for _, piece in pieces:

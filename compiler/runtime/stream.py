@@ -93,6 +93,7 @@ from .text import (
     _TURN_ENDS,
     _CONTENT_CLOSERS,
     _CONTENT_OPENERS,
+    _LONGEST_ENDS,
     _LONGEST_NAME,
     _SEEK,
     _SEEKS,
@@ -178,6 +179,48 @@ def _prefix_tail(*markers):
         return start
 
     return tail
+
+
+def _pattern_tail(*markers):
+    """``_prefix_tail(*markers)`` as one pattern searched for in C, for markers the
+    format itself writes (a value's suffix that names no key): making the pattern
+    costs time in the square of a marker's length, paid once per format."""
+    written = [marker for marker in markers if marker]
+    prefixes = {marker[:size] for marker in written for size in range(1, len(marker))}
+    alternatives = "|".join(map(re.escape, sorted(prefixes)))
+    search = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)").search
+    reach = max(map(len, written), default=0)
+
+    def tail(text):
+        found = search(text, max(0, len(text) - reach))
+        return found.start() if found else len(text)
+
+    return tail
+
+
+def _value_tail(suffix, mark):
+    """The tail function of a value written up to ``suffix`` (``mark``: the next
+    unit's key, or ""): ``_prefix_tail`` of the suffix's core, with and without the
+    whitespace it opens with, and of the mark. Kept for the suffixes the format
+    writes (``_OWN_SUFFIXES``), a few per format; one that names a key (MiniMax
+    M3's) is made afresh, in time linear in its length."""
+    tail = _VALUE_TAILS.get((suffix, mark))
+    if tail is None:
+        core = suffix.strip()
+        lead = suffix[: len(suffix) - len(suffix.lstrip())]
+        if suffix not in _OWN_SUFFIXES:
+            return _prefix_tail(lead + core, core, mark)
+        tail = _VALUE_TAILS[suffix, mark] = _pattern_tail(lead + core, core, mark)
+    return tail
+
+
+# The value suffixes the format writes as they are (no key named in them).
+_OWN_SUFFIXES = tuple(
+    suffix
+    for suffix in (ARG_STRING_CLOSE, "" if VALUE_SUFFIX_NAMES_KEY else ARG_VALUE_SUFFIX)
+    if suffix.strip()
+)
+_VALUE_TAILS: dict = {}
 
 
 def _borders(marker):
@@ -513,7 +556,8 @@ class StreamParser:
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
-            self._pending, self._tail = _final_stop_apart(text)
+            at = _stop_at(text)  # (as _final_stop_apart: a call less per chunk)
+            self._pending, self._tail = text[:at], text[at:]
             self._step()
             if self._hold_from is not None or self._tail:
                 self._run = None  # the next chunk goes through the reader
@@ -627,9 +671,7 @@ class StreamParser:
         or after a final end-of-turn marker (more of it changes nothing) waits in
         ``_space``."""
         kept = rest.rstrip()
-        if len(kept) < len(rest) and (
-            not kept or any(kept.endswith(s) for s in _TURN_ENDS if s)
-        ):
+        if len(kept) < len(rest) and (not kept or kept.endswith(_LONGEST_ENDS)):
             self._space.append(rest[len(kept) :])
             rest = kept
         self._pending = rest
@@ -1166,7 +1208,8 @@ class StreamParser:
     def _decide(self, literal):
         """Wait until more text cannot change what ``_match`` says of ``literal``.
         Whitespace that arrives meanwhile (it only delays the answer) waits aside
-        until other text follows it, so that a long run of it is read once."""
+        until other text follows it, so that a long run of it is read once. Where
+        it has matched ``literal`` meanwhile, what ``_match`` says (else None)."""
         space: list = []
         while not self._eof:
             if space and not self._pending.isspace():
@@ -1174,8 +1217,8 @@ class StreamParser:
                 space = []
             if not space and _decided(self._pending, literal):
                 end = _match(self._pending, 0, literal)
-                if end < 0 or min(_before_stop(self._pending)) >= end:
-                    return
+                if end < 0 or _before_stop(self._pending) >= end:
+                    return end
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.
             pending = self._pending
@@ -1186,16 +1229,20 @@ class StreamParser:
                 self._pending = ""
             yield
         self._pending = "".join(space) + self._pending
+        return None
 
     def _peek(self, literal):
         """Whether ``literal`` comes next (as ``_match`` reads it)."""
-        yield from self._decide(literal)
-        return _match(self._pending, 0, literal) >= 0
+        end = yield from self._decide(literal)
+        if end is None:
+            end = _match(self._pending, 0, literal)
+        return end >= 0
 
     def _literal(self, literal):
         """Read ``literal``: False, with nothing read, when it is not next."""
-        yield from self._decide(literal)
-        end = _match(self._pending, 0, literal)
+        end = yield from self._decide(literal)
+        if end is None:
+            end = _match(self._pending, 0, literal)
         if end < 0:
             return False
         self._consume(end)
@@ -1827,7 +1874,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail = _prefix_tail(lead + core, core, mark)
+        tail = _value_tail(suffix, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole

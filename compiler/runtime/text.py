@@ -134,10 +134,14 @@ _SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 def _seek(text, at, limit=None):
     """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1."""
-    known = _known_in(text)
+    known = _KNOWN[1] if _KNOWN[0] is text else _known_in(text)
     best = -1
     for seek in _SEEKS:
-        found = _next_of(text, seek, at, known)
+        if seek in known:
+            found = _next_of(text, seek, at, known)
+        else:  # (the first look in a text: _next_of's, at once)
+            found = text.find(seek, at)
+            known[seek] = (at, found)
         if found < 0 or (limit is not None and found + len(seek) > limit):
             continue  # (the first from ``at`` on ends past the limit: all do)
         if best < 0 or found < best:
@@ -364,25 +368,29 @@ def _stop_run(text, end, begun=(), once=False):
     has already (one begun after it); ``once``: one marker only, as the template
     ends a turn (strict reading, as the grammars)."""
     at = end
-    used = list(begun)
-    while True:
-        found = ""
-        for stop in _TURN_ENDS:
-            if (
-                stop
-                and len(stop) > len(found)
-                and stop not in used
-                and text.endswith(stop, 0, at)
-            ):
-                found = stop
-        if not found:
+    used = begun
+    # (none ends the text, most often: one look for all of them)
+    while text.endswith(_LONGEST_ENDS, 0, at):
+        for stop in _LONGEST_ENDS:  # the first that ends it is the longest
+            if text.endswith(stop, 0, at) and stop not in used:
+                break
+        else:
             return at
-        used.append(found)
-        at -= len(found)
+        at -= len(stop)
         if once:
             return at
+        used = (*used, stop)
+    return at
 
 
+def _longest_first(markers):
+    """``markers`` (those not empty, each once), longest first, the first of those
+    as long kept first."""
+    return tuple(sorted(dict.fromkeys(m for m in markers if m), key=len, reverse=True))
+
+
+# The end-of-turn markers as ``_stop_run`` tries them.
+_LONGEST_ENDS = _longest_first(_TURN_ENDS)
 # How long a run of end-of-turn markers may be (``_stop_run``): each marker once.
 _STOP_REACH = sum(map(len, _TURN_ENDS))
 
@@ -393,6 +401,8 @@ def _stop_at(text, once=False):
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
+    if not text.endswith(_LONGEST_ENDS, 0, end):
+        return len(text)  # (most often)
     at = _stop_run(text, end, once=once)
     return at if at < end else len(text)
 
@@ -421,6 +431,8 @@ def _stop_from(text, end):
     aside) begin, as ``_strip_stop`` finds them (``_stop_run``); ``end`` where none
     does."""
     kept = _space_before(text, end)
+    if not text.endswith(_LONGEST_ENDS, 0, kept):
+        return end  # (most often)
     at = _stop_run(text, kept)
     return at if at < kept else end
 
@@ -561,13 +573,14 @@ def _maybe_stop(text):
 
 
 def _before_stop(text):
-    """Where ``text`` may end once the output's final end-of-turn marker is
-    dropped (``_strip_stop``), more text or not: before a marker that ends it, or
-    before one begun at its end."""
-    ends = {_stop_from(text, len(text))}
-    for stop in _TURN_ENDS:
-        ends.add(_partial_at(text, stop))
-    return ends
+    """The earliest place where ``text`` may end once the output's final
+    end-of-turn markers are dropped (``_strip_stop``), more text or not: before
+    markers that end it, or before one begun at its end (``_partial_at`` of each,
+    found at once); ``len(text)`` where neither is."""
+    pattern, reach = _TAIL_PATTERNS.get(()) or _tail_pattern(())
+    found = pattern.search(text, max(0, len(text) - reach))
+    begun = found.start() if found else len(text)
+    return min(begun, _stop_from(text, len(text)))
 
 
 def _name_end(text, at, after, options):
@@ -724,9 +737,13 @@ class _Echo:
 
 
 def _without_echo(text):
-    """``text`` as _Echo writes it, read whole."""
-    echo = _Echo()
-    return echo.feed(text) + echo.finish()
+    """``text`` as _Echo writes it, read whole: less the first of PROMPT_ENDS it
+    starts with (whitespace before it aside, and dropped with it)."""
+    stripped = text.lstrip()
+    for end in PROMPT_ENDS:
+        if stripped.startswith(end):
+            return stripped[len(end) :]
+    return text
 
 
 # --- a turn written as several messages (MESSAGE_OPENER) ------------------------------

@@ -162,6 +162,8 @@ def _compiled(tools):
 def _schema_types(tools):
     """How the tagged values of the functions in ``tools`` are typed, for reading one
     output: compiled tools' own, else read from the list as the output needs them."""
+    if type(tools) is CompiledTools:
+        return tools._types  # (the common case, at once)
     compiled = _compiled(tools)
     return _SchemaTypes(tools) if compiled is None else compiled._types
 

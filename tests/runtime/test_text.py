@@ -16,17 +16,22 @@ from compiler.runtime import text as T
 IM_END = "<|im_end|>"
 
 
+def _turn_ends(monkeypatch, markers):
+    """End-of-turn markers patched in, with the table made from them when the
+    runtime is bound (``_LONGEST_ENDS``) and a fresh tail-pattern cache."""
+    monkeypatch.setattr(T, "_TURN_ENDS", markers)
+    monkeypatch.setattr(T, "_LONGEST_ENDS", T._longest_first(markers))
+    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+
+
 @pytest.fixture
 def im_end(monkeypatch):
-    """An end-of-turn marker patched in, with a fresh tail-pattern cache."""
-    monkeypatch.setattr(T, "_TURN_ENDS", [IM_END])
-    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+    _turn_ends(monkeypatch, [IM_END])
 
 
 @pytest.fixture
 def two_stops(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", ["<|e|>", "</s>"])
-    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+    _turn_ends(monkeypatch, ["<|e|>", "</s>"])
 
 
 # --- _skip_space / _match -------------------------------------------------------------
@@ -180,19 +185,19 @@ def test_strip_stop(im_end):
 def test_strip_stop_reads_end_markers_written_one_after_another(monkeypatch):
     """The template's marker, then the tokenizer's eos: both end the turn, each once;
     where one ends in another, the longest written is read."""
-    monkeypatch.setattr(T, "_TURN_ENDS", ["<|im_end|>", "<|endofturn|>"])
+    _turn_ends(monkeypatch, ["<|im_end|>", "<|endofturn|>"])
     assert T._strip_stop("a<|im_end|><|endofturn|>\n") == "a"
     assert T._strip_stop("a <|endofturn|>") == "a "
     assert T._strip_stop("a<|endofturn|><|im_end|>") == "a"  # in either order
     assert T._strip_stop("a<|im_end|><|im_end|>") == "a<|im_end|>"  # each once
     assert T._strip_stop("a<|im_end|> <|endofturn|>") == "a<|im_end|> "  # written apart
-    monkeypatch.setattr(T, "_TURN_ENDS", ["<|END_OF_TURN_TOKEN|>", "<|END_TEXT|><|END_OF_TURN_TOKEN|>"])
+    _turn_ends(monkeypatch, ["<|END_OF_TURN_TOKEN|>", "<|END_TEXT|><|END_OF_TURN_TOKEN|>"])
     assert T._strip_stop("a<|END_TEXT|><|END_OF_TURN_TOKEN|>") == "a"
     assert T._strip_stop("a<|END_OF_TURN_TOKEN|>") == "a"
 
 
 def test_stops_begin(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", ["<|e|>", "</s>"])
+    _turn_ends(monkeypatch, ["<|e|>", "</s>"])
     assert T._stops_begin("x<|e|></") == 1  # a marker, then one begun
     assert T._stops_begin("x<|e|></s>  ") == 1
     assert T._stops_begin("x</") == 1
@@ -201,7 +206,7 @@ def test_stops_begin(monkeypatch):
 
 
 def test_strip_stop_without_stops(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", [])
+    _turn_ends(monkeypatch, [])
     assert T._strip_stop("answer<|im_end|>") == "answer<|im_end|>"
 
 
@@ -228,8 +233,7 @@ def test_tail_pattern(im_end):
 
 
 def test_tail_pattern_of_nothing(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", [])
-    monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+    _turn_ends(monkeypatch, [])
     pattern, reach = T._tail_pattern(("", "x"))  # "" and a 1-char marker: no prefixes
     assert reach == 1
     assert pattern.search("anything x") is None
@@ -299,7 +303,7 @@ def test_stops(im_end):
 
 
 def test_stops_escapes_class_characters(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", ["\\end"])
+    _turn_ends(monkeypatch, ["\\end"])
     pattern = T._stops("]x", "^y", "-z", "")
     for char in "]^-\\":
         assert pattern.fullmatch(char), char
@@ -308,7 +312,7 @@ def test_stops_escapes_class_characters(monkeypatch):
 
 
 def test_stops_of_nothing(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", [])
+    _turn_ends(monkeypatch, [])
     assert T._stops().search("<anything>") is None
     assert T._stops("").search("<anything>") is None
 
@@ -332,7 +336,7 @@ def test_maybe_stop(im_end, text, maybe):
 
 
 def test_maybe_stop_without_stops(monkeypatch):
-    monkeypatch.setattr(T, "_TURN_ENDS", [])
+    _turn_ends(monkeypatch, [])
     assert T._maybe_stop("") is False
 
 

@@ -1,0 +1,152 @@
+"""The runtime's fast paths read a text as the slower code they replaced did: each is
+checked here against its promise, worked out the long way (every place tried, every
+marker tried), on texts made of the markers' own pieces so that they overlap often.
+
+(``make bench`` times them; these say they give the same answers.)"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler.runtime import stream as S
+from compiler.runtime import text as T
+
+# Pieces that make markers and texts overlap in every way: a marker that ends in
+# another, one that begins as another ends, whitespace around them.
+PIECES = ["<", "|", "e", ">", "/", "s", " ", "\n", "<|e|>", "</s>", "e|>"]
+markers = st.lists(st.text(alphabet="<|e>/s \n", max_size=6), max_size=4)
+texts = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
+# (each example patches the markers afresh: the fixture is the same for all)
+PATCHED = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture
+def turn_ends(monkeypatch):
+    """A function patching end-of-turn markers in, with the table made from them
+    (as binding a format makes it) and a fresh tail-pattern cache."""
+
+    def patch(ends):
+        monkeypatch.setattr(T, "_TURN_ENDS", ends)
+        monkeypatch.setattr(T, "_LONGEST_ENDS", T._longest_first(ends))
+        monkeypatch.setattr(T, "_TAIL_PATTERNS", {})
+
+    return patch
+
+
+def _stop_run_by_hand(text, end, ends, begun=(), once=False):
+    """_stop_run's promise: markers written one after another that end text[:end],
+    each once, the longest where several end it at one place."""
+    at, used = end, list(begun)
+    while True:
+        found = [m for m in ends if m and m not in used and text.endswith(m, 0, at)]
+        if not found:
+            return at
+        longest = max(found, key=len)
+        used.append(longest)
+        at -= len(longest)
+        if once:
+            return at
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
+@given(ends=markers, text=texts, data=st.data())
+def test_stop_run_reads_the_longest_marker_each_once(turn_ends, ends, text, data):
+    turn_ends(ends)
+    end = data.draw(st.integers(0, len(text)))
+    begun = (
+        tuple(data.draw(st.lists(st.sampled_from(ends), max_size=1))) if ends else ()
+    )
+    once = data.draw(st.booleans())
+    assert T._stop_run(text, end, begun, once) == _stop_run_by_hand(
+        text, end, ends, begun, once
+    )
+    # _stop_at: where the markers that end the text, whitespace after them aside,
+    # begin (the text's length where none does)
+    kept = len(text.rstrip())
+    at = _stop_run_by_hand(text, kept, ends)
+    assert T._stop_at(text) == (at if at < kept else len(text))
+
+
+def test_longest_first_keeps_each_marker_once():
+    assert T._longest_first(["<a>", "", "<abc>", "<b>", "<a>"]) == (
+        "<abc>",
+        "<a>",
+        "<b>",
+    )
+    assert T._longest_first([]) == ()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
+@given(ends=markers, text=texts)
+def test_before_stop_is_the_earliest_place_a_final_marker_may_begin(
+    turn_ends, ends, text
+):
+    """Where the output may end once its final end-of-turn markers are dropped:
+    before markers that end it, or before a marker begun at its very end (each
+    tried at every place it may begin)."""
+    turn_ends(ends)
+    begun = [
+        at
+        for marker in ends
+        if marker
+        for at in range(max(0, len(text) - len(marker) + 1), len(text))
+        if marker.startswith(text[at:])
+    ]
+    expected = min([len(text), T._stop_from(text, len(text)), *begun])
+    assert T._before_stop(text) == expected
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
+@given(
+    prompt_ends=st.lists(
+        st.sampled_from(["<|e|>", "</s>", "<", "e|>", " <"]), max_size=3
+    ),
+    text=texts,
+)
+def test_without_echo_is_the_echo_reader_fed_the_whole_text(
+    monkeypatch, prompt_ends, text
+):
+    monkeypatch.setattr(T, "PROMPT_ENDS", tuple(prompt_ends))
+    echo = T._Echo()
+    assert T._without_echo(text) == echo.feed(text) + echo.finish()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    suffixes=st.lists(st.text(alphabet="</pa>\n", max_size=7), min_size=1, max_size=3),
+    text=st.lists(
+        st.sampled_from(["<", "/", "p", "a", ">", "\n", "</pa>"]), max_size=8
+    ).map("".join),
+)
+def test_a_format_suffix_pattern_finds_the_tail_the_linear_reader_finds(suffixes, text):
+    """The pattern kept per format suffix and the reader made afresh for a suffix
+    that names a key give the same place: the leftmost where a proper prefix of a
+    marker ends the text."""
+    by_hand = min(
+        [len(text)]
+        + [
+            at
+            for marker in suffixes
+            if marker
+            for at in range(len(text))
+            if len(text) - at < len(marker) and marker.startswith(text[at:])
+        ]
+    )
+    assert S._pattern_tail(*suffixes)(text) == by_hand
+    assert S._prefix_tail(*suffixes)(text) == by_hand
+
+
+def test_only_the_format_own_suffixes_are_kept(monkeypatch):
+    """A suffix that names a key the model wrote (MiniMax M3's) gets no pattern and
+    no entry: what is kept is bounded by the format."""
+    monkeypatch.setattr(S, "_OWN_SUFFIXES", ("\n</parameter>\n",))
+    monkeypatch.setattr(S, "_VALUE_TAILS", {})
+    own = S._value_tail("\n</parameter>\n", "\n<parameter=")
+    assert S._value_tail("\n</parameter>\n", "\n<parameter=") is own
+    assert own("x\n</para") == 1
+    for key in ("city", "days", "a" * 300):
+        keyed = S._value_tail(f"</{key}>", "")
+        assert keyed(f"v</{key[:3]}") == 1
+    assert list(S._VALUE_TAILS) == [("\n</parameter>\n", "\n<parameter=")]
