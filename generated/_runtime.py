@@ -3634,16 +3634,24 @@ def _calls_after_content(text, types):
     return text, [], ""
 
 
+def _trailing_markers():
+    """What the text after calls drops where it starts or ends with it: the
+    end-of-turn markers, then those a turn with calls ends with (END_AFTER_CALLS)."""
+    return tuple(marker for marker in (*_TURN_ENDS, *END_AFTER_CALLS) if marker)
+
+
+_TRAILING_MARKERS = _trailing_markers()
+
+
 def _trailing(text):
     """What is left after the calls once end-of-turn markers are dropped."""
     rest = text.strip()
     if not rest:
         return rest  # the common case: nothing follows the calls
-    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
         changed = False
-        for marker in markers:
+        for marker in _TRAILING_MARKERS:
             if rest.endswith(marker):
                 rest = rest[: len(rest) - len(marker)].strip()
                 changed = True
@@ -3683,14 +3691,13 @@ def _calls_after(text, gap, types, strict, past_broken=None):
     pieces: list = []
     calls: list = []
     at = 0
-    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
         gap += text[at:lead]
         # What the text starts with is dropped: whitespace and end-of-turn markers
         # (the stream drops them as they come); the calls are looked for after it.
         while True:
-            for marker in markers:
+            for marker in _TRAILING_MARKERS:
                 if text.startswith(marker, lead):
                     lead = _skip_space(text, lead + len(marker))
                     break
@@ -4641,7 +4648,7 @@ class StreamParser:
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
-        markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
+        markers = _TRAILING_MARKERS
         if called:
             self._after = True
             run = self._text_run("content", _AFTER_STOPS)
@@ -4769,7 +4776,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
             # Calls only if nothing but end-of-turn markers follows them.
-            markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
+            markers = _TRAILING_MARKERS
             while not self._eof:
                 rest = _trailing(self._pending)
                 if rest and not _undecided(rest, markers):
@@ -4907,7 +4914,7 @@ class StreamParser:
             text = self._held[self._opener :]
             if self._after:
                 # text after calls before more calls: less the markers it ends with
-                kept = _trim_end(text, [m for m in _TURN_ENDS + END_AFTER_CALLS if m])
+                kept = _trim_end(text, _TRAILING_MARKERS)
             else:
                 kept = _strip_stop(_before_break(text) if TURN_BREAK else text).rstrip()
             self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""

@@ -898,16 +898,24 @@ def _calls_after_content(text, types):
     return text, [], ""
 
 
+def _trailing_markers():
+    """What the text after calls drops where it starts or ends with it: the
+    end-of-turn markers, then those a turn with calls ends with (END_AFTER_CALLS)."""
+    return tuple(marker for marker in (*_TURN_ENDS, *END_AFTER_CALLS) if marker)
+
+
+_TRAILING_MARKERS = _trailing_markers()
+
+
 def _trailing(text):
     """What is left after the calls once end-of-turn markers are dropped."""
     rest = text.strip()
     if not rest:
         return rest  # the common case: nothing follows the calls
-    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     changed = True
     while rest and changed:
         changed = False
-        for marker in markers:
+        for marker in _TRAILING_MARKERS:
             if rest.endswith(marker):
                 rest = rest[: len(rest) - len(marker)].strip()
                 changed = True
@@ -947,14 +955,13 @@ def _calls_after(text, gap, types, strict, past_broken=None):
     pieces: list = []
     calls: list = []
     at = 0
-    markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
     while True:
         lead = _skip_space(text, at)
         gap += text[at:lead]
         # What the text starts with is dropped: whitespace and end-of-turn markers
         # (the stream drops them as they come); the calls are looked for after it.
         while True:
-            for marker in markers:
+            for marker in _TRAILING_MARKERS:
                 if text.startswith(marker, lead):
                     lead = _skip_space(text, lead + len(marker))
                     break

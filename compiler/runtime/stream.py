@@ -20,6 +20,7 @@ import re
 
 from .calls import (
     _KEY_MARK,
+    _TRAILING_MARKERS,
     _UNIT_TRIES,
     _after_calls,
     _after_units,
@@ -90,7 +91,6 @@ from .format import (
     VERBATIM_OPEN,
 )
 from .text import (
-    _TURN_ENDS,
     _CONTENT_CLOSERS,
     _CONTENT_OPENERS,
     _LONGEST_ENDS,
@@ -899,7 +899,7 @@ class StreamParser:
         )
         search = 0  # the trigger is looked for from here on
         run = self._text_run("content", _CONTENT_STOPS)
-        markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
+        markers = _TRAILING_MARKERS
         if called:
             self._after = True
             run = self._text_run("content", _AFTER_STOPS)
@@ -1027,7 +1027,7 @@ class StreamParser:
         try:
             yield from self._read_calls()
             # Calls only if nothing but end-of-turn markers follows them.
-            markers = [marker for marker in _TURN_ENDS + END_AFTER_CALLS if marker]
+            markers = _TRAILING_MARKERS
             while not self._eof:
                 rest = _trailing(self._pending)
                 if rest and not _undecided(rest, markers):
@@ -1165,7 +1165,7 @@ class StreamParser:
             text = self._held[self._opener :]
             if self._after:
                 # text after calls before more calls: less the markers it ends with
-                kept = _trim_end(text, [m for m in _TURN_ENDS + END_AFTER_CALLS if m])
+                kept = _trim_end(text, _TRAILING_MARKERS)
             else:
                 kept = _strip_stop(_before_break(text) if TURN_BREAK else text).rstrip()
             self._held_stop = text[len(kept) :] if kept != text.rstrip() else ""

@@ -45,11 +45,18 @@ def _call(name, arguments, call_id=None):
     }
 
 
+def _rebound(monkeypatch):
+    """The tables binding makes from a format's constants, made again from those
+    patched in."""
+    monkeypatch.setattr(C, "_TRAILING_MARKERS", C._trailing_markers())
+
+
 @pytest.fixture
 def tagged(monkeypatch):
     for name, value in TAGGED.items():
         monkeypatch.setattr(C, name, value)
     monkeypatch.setattr(C, "_read_call", C._read_tagged_call)
+    _rebound(monkeypatch)
 
 
 # --- a tagged format -----------------------------------------------------------------
@@ -197,6 +204,7 @@ def test_section_markers(tagged, monkeypatch):
     monkeypatch.setattr(C, "SECTION_END", "\n</calls>")
     monkeypatch.setattr(C, "_SEEK", "<calls>")
     monkeypatch.setattr(C, "END_AFTER_CALLS", ["<|end|>"])
+    _rebound(monkeypatch)
     inner = _tagged_call("f") + "\n" + _tagged_call("g")
     text = "<calls>\n" + inner + "\n</calls><|end|> after"
     calls, end = C._read_calls(text, 0, {})
@@ -215,6 +223,7 @@ def test_section_markers(tagged, monkeypatch):
 
 def test_trailing(tagged, monkeypatch):
     monkeypatch.setattr(C, "END_AFTER_CALLS", ["<|end|>"])
+    _rebound(monkeypatch)
     assert C._trailing("\n<|im_end|>") == ""
     assert C._trailing(" <|end|>\n<|im_end|> ") == ""
     assert C._trailing("\nDone.<|im_end|>") == "Done."
@@ -253,6 +262,7 @@ def hermes(monkeypatch):
     for name, value in JSON_FORMAT.items():
         monkeypatch.setattr(C, name, value)
     monkeypatch.setattr(C, "_read_call", C._read_json_call)
+    _rebound(monkeypatch)
 
 
 def _json_call(body):
@@ -351,6 +361,7 @@ def test_bare_json_calls(hermes, monkeypatch):
     monkeypatch.setattr(C, "_SEEK", "")
     monkeypatch.setattr(C, "ARGUMENTS_PATH", ("parameters",))
     monkeypatch.setattr(C, "_TURN_ENDS", ["<|eom_id|>"])
+    _rebound(monkeypatch)
     text = ' {"name": "f", "parameters": {"a": 1}}<|eom_id|>'
     assert C._find_calls(text, {}, False) == ("", [_call("f", '{"a": 1}')], "")
     prose = 'Use {"name": "f", "parameters": {}} like this.'
@@ -375,6 +386,7 @@ def test_calls_after_content_that_is_a_unit(monkeypatch):
     ).items():
         monkeypatch.setattr(C, name, value)
     monkeypatch.setattr(C, "_read_call", C._read_tagged_call)
+    _rebound(monkeypatch)
     call = 'f\n{"a": 1}'
     assert C._find_calls(call + "@@" + call, {}, False)[1] == [_call("f", '{"a": 1}')] * 2
     text = "say\nhi @@ there@@" + call + "<end>"

@@ -50,6 +50,8 @@ def _patch(monkeypatch, constants):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, value)
     monkeypatch.setattr(C, "_read_call", C._read_tagged_call)
+    # (the table binding makes from them)
+    monkeypatch.setattr(C, "_TRAILING_MARKERS", C._trailing_markers())
 
 
 @pytest.fixture
