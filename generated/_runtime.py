@@ -474,7 +474,12 @@ _SEPARATOR_SEEK = _head(CALL_SEPARATOR)
 
 def _seek(text, at, limit=None):
     """Where the earliest of ``_SEEKS`` is found in ``text[at:limit]``, or -1."""
-    known = _KNOWN[1] if _KNOWN[0] is text else _known_in(text)
+    global _KNOWN
+    if _KNOWN[0] is text:
+        known = _KNOWN[1]
+    else:  # (_known_in's, at once)
+        known = {}
+        _KNOWN = (text, known)
     best = -1
     for seek in _SEEKS:
         if seek in known:
@@ -855,14 +860,23 @@ _TAIL_PATTERNS: dict = {}
 def _settled(text, markers):
     """How much of ``text`` can be sent: all but a tail that may still become one
     of ``markers`` or an end-of-turn marker, and the whitespace before it."""
-    pattern, reach = _tail_pattern(markers)
+    pattern, reach = _TAIL_PATTERNS.get(markers) or _tail_pattern(markers)
     found = pattern.search(text, max(0, len(text) - reach))
     cut = found.start() if found else len(text)
-    keep = _space_before(text, _stop_from(text, cut))
+    # What comes before end-of-turn markers that end text[:cut], and the
+    # whitespace before them (``_space_before(text, _stop_from(text, cut))``,
+    # its two reads of the whitespace made once where no marker ends it).
+    keep = _space_before(text, cut)
+    if text.endswith(_LONGEST_ENDS, 0, keep):
+        keep = _space_before(text, _stop_run(text, keep))
     if cut < len(text):
         # The tail held may also end a marker that ends the text (one that starts
         # as it ends: MiniMax's '[e~[', written twice).
-        keep = min(keep, _space_before(text, _stop_from(text, len(text))))
+        end = _space_before(text, len(text))
+        if text.endswith(_LONGEST_ENDS, 0, end):
+            keep = min(keep, _space_before(text, _stop_run(text, end)))
+        else:
+            keep = min(keep, end)
     return keep
 
 
@@ -920,6 +934,8 @@ def _before_stop(text):
     pattern, reach = _TAIL_PATTERNS.get(()) or _tail_pattern(())
     found = pattern.search(text, max(0, len(text) - reach))
     begun = found.start() if found else len(text)
+    if not text.endswith(_LONGEST_ENDS, 0, _space_before(text, len(text))):
+        return begun  # (most often: no marker ends it)
     return min(begun, _stop_from(text, len(text)))
 
 

@@ -150,3 +150,33 @@ def test_only_the_format_own_suffixes_are_kept(monkeypatch):
         keyed = S._value_tail(f"</{key}>", "")
         assert keyed(f"v</{key[:3]}") == 1
     assert list(S._VALUE_TAILS) == [("\n</parameter>\n", "\n<parameter=")]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
+@given(ends=markers, watch=markers, text=texts)
+def test_settled_holds_back_a_begun_marker_and_the_markers_before_it(
+    turn_ends, ends, watch, text
+):
+    """_settled: all but a tail that may still become one of ``watch`` or an
+    end-of-turn marker (the leftmost place, every place tried), less end-of-turn
+    markers that end what is left and the whitespace before them; where a tail is
+    held, no more than what the same reading of the whole text leaves."""
+    turn_ends(ends)
+    cut = min(
+        [len(text)]
+        + [
+            at
+            for marker in [*watch, *ends]
+            if marker
+            for at in range(len(text))
+            if len(text) - at < len(marker) and marker.startswith(text[at:])
+        ]
+    )
+
+    def before_markers(end):
+        return T._space_before(text, T._stop_from(text, end))
+
+    expected = before_markers(cut)
+    if cut < len(text):
+        expected = min(expected, before_markers(len(text)))
+    assert T._settled(text, tuple(watch)) == expected
