@@ -3947,36 +3947,33 @@ def _prefix_tail(*markers):
 
 
 def _pattern_tail(*markers):
-    """``_prefix_tail(*markers)`` as one pattern searched for in C, for markers the
-    format itself writes (a value's suffix that names no key): making the pattern
-    costs time in the square of a marker's length, paid once per format."""
+    """(search, reach): ``_prefix_tail(*markers)`` as one pattern searched for in C
+    in a text's last ``reach`` characters, for markers the format itself writes (a
+    value's suffix that names no key): making the pattern costs time in the square
+    of a marker's length, paid once per format."""
     written = [marker for marker in markers if marker]
     prefixes = {marker[:size] for marker in written for size in range(1, len(marker))}
     alternatives = "|".join(map(re.escape, sorted(prefixes)))
     search = re.compile("(?:%s)\\Z" % alternatives if prefixes else "(?!)").search
-    reach = max(map(len, written), default=0)
-
-    def tail(text):
-        found = search(text, max(0, len(text) - reach))
-        return found.start() if found else len(text)
-
-    return tail
+    return search, max(map(len, written), default=0)
 
 
 def _value_tail(suffix, mark):
-    """The tail function of a value written up to ``suffix`` (``mark``: the next
-    unit's key, or ""): ``_prefix_tail`` of the suffix's core, with and without the
-    whitespace it opens with, and of the mark. Kept for the suffixes the format
-    writes (``_OWN_SUFFIXES``), a few per format; one that names a key (MiniMax
-    M3's) is made afresh, in time linear in its length."""
-    tail = _VALUE_TAILS.get((suffix, mark))
-    if tail is None:
+    """Where a value written up to ``suffix`` (``mark``: the next unit's key, or
+    "") may still be cut: ``_prefix_tail`` of the suffix's core, with and without
+    the whitespace it opens with, and of the mark, as (search, reach, None) from
+    ``_pattern_tail`` for the suffixes the format writes (``_OWN_SUFFIXES``, kept:
+    a few per format), else (None, 0, the tail function): one that names a key
+    (MiniMax M3's) is read afresh, in time linear in its length."""
+    found = _VALUE_TAILS.get((suffix, mark))
+    if found is None:
         core = suffix.strip()
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         if suffix not in _OWN_SUFFIXES:
-            return _prefix_tail(lead + core, core, mark)
-        tail = _VALUE_TAILS[suffix, mark] = _pattern_tail(lead + core, core, mark)
-    return tail
+            return None, 0, _prefix_tail(lead + core, core, mark)
+        search, reach = _pattern_tail(lead + core, core, mark)
+        found = _VALUE_TAILS[suffix, mark] = (search, reach, None)
+    return found
 
 
 # The value suffixes the format writes as they are (no key named in them).
@@ -5639,7 +5636,7 @@ class StreamParser:
         # with, or the mark.
         first, other = core[0], (lead + core)[0]
         cue = mark[:1] or first
-        tail = _value_tail(suffix, mark)
+        search, reach, tail = _value_tail(suffix, mark)
         streaming = kind == "string"
         if VALUE_ESCAPES:
             streaming = False  # a string whose escapes are decoded: sent once whole
@@ -5657,7 +5654,11 @@ class StreamParser:
             if first in text or other in text or cue in text:
                 if core in text or (mark and mark in text):
                     return None
-                keep = tail(text)
+                if search is not None:  # (the format's own suffix: in C)
+                    found = search(text, max(0, len(text) - reach))
+                    keep = found.start() if found else len(text)
+                else:
+                    keep = tail(text)
                 piece = text[:keep]
                 self._pending = text[keep:]
             else:

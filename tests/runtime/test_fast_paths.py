@@ -134,7 +134,9 @@ def test_a_format_suffix_pattern_finds_the_tail_the_linear_reader_finds(suffixes
             if len(text) - at < len(marker) and marker.startswith(text[at:])
         ]
     )
-    assert S._pattern_tail(*suffixes)(text) == by_hand
+    search, reach = S._pattern_tail(*suffixes)
+    found = search(text, max(0, len(text) - reach))
+    assert (found.start() if found else len(text)) == by_hand
     assert S._prefix_tail(*suffixes)(text) == by_hand
 
 
@@ -145,10 +147,11 @@ def test_only_the_format_own_suffixes_are_kept(monkeypatch):
     monkeypatch.setattr(S, "_VALUE_TAILS", {})
     own = S._value_tail("\n</parameter>\n", "\n<parameter=")
     assert S._value_tail("\n</parameter>\n", "\n<parameter=") is own
-    assert own("x\n</para") == 1
+    search, reach, tail = own
+    assert tail is None and search("x\n</para", 0).start() == 1
     for key in ("city", "days", "a" * 300):
-        keyed = S._value_tail(f"</{key}>", "")
-        assert keyed(f"v</{key[:3]}") == 1
+        search, reach, keyed = S._value_tail(f"</{key}>", "")
+        assert search is None and keyed(f"v</{key[:3]}") == 1
     assert list(S._VALUE_TAILS) == [("\n</parameter>\n", "\n<parameter=")]
 
 
