@@ -122,7 +122,7 @@ def parse(text, *, tools=None, enable_thinking=None, strict=False):
     """
     if not isinstance(text, str):
         raise TypeError("parse() takes the model's output as a str")
-    if PROMPT_ENDS and not strict:
+    if PROMPT_ENDS and not strict and text.lstrip().startswith(PROMPT_ENDS):
         # what the prompt wrote, written again (the grammars, and strict reading, keep
         # to the output after the prompt)
         text = _without_echo(text)

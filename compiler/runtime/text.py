@@ -428,6 +428,11 @@ def _strip_stop(text, once=False):
     """Drop the end-of-turn markers (and whitespace) at the end of the text
     (``_stop_run``: one after another, each once, the longest where one ends in
     another; ``once``: the one marker the template writes, the longest)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    if not text.endswith(_LONGEST_ENDS, 0, end):
+        return text  # (most often: what _stop_at finds, without its call)
     return text[: _stop_at(text, once)]
 
 
