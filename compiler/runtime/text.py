@@ -137,7 +137,7 @@ def _seek(text, at, limit=None):
     global _KNOWN
     if _KNOWN[0] is text:
         known = _KNOWN[1]
-    else:  # (_known_in's, at once)
+    else:  # a text not looked in before
         known = {}
         _KNOWN = (text, known)
     best = -1
@@ -155,9 +155,9 @@ def _seek(text, at, limit=None):
 
 
 def _next_of(text, seek, at, known):
-    """``text.find(seek, at)``, helped by what ``known`` (``_known_in(text)``) holds:
-    the tries at calls in one text look for each of ``_SEEKS`` again from where
-    they are, and one that is not written any more (the trigger, where only
+    """``text.find(seek, at)``, helped by what ``known`` (``_KNOWN``'s, for
+    ``text``) holds: the tries at calls in one text look for each of ``_SEEKS``
+    again from where they are, and one that is not written any more (the trigger, where only
     another opener follows) would be looked for to the end of the text at every
     try, which costs the square of the text's length."""
     span = known.get(seek)
@@ -176,17 +176,9 @@ def _next_of(text, seek, at, known):
     return found
 
 
-def _known_in(text):
-    """seek → (start, found) for ``text``: the first place from ``start`` on where
-    the seek is written (-1: none). Kept for the last text looked in only (the
-    object itself: a str never changes)."""
-    global _KNOWN
-    known = _KNOWN
-    if known[0] is not text:
-        known = _KNOWN = (text, {})
-    return known[1]
-
-
+# (the text, seek → (start, found)): the first place from ``start`` on where the
+# seek is written (-1: none) in the last text ``_seek`` looked in (the object itself:
+# a str never changes).
 _KNOWN: tuple = (None, {})
 
 
