@@ -738,13 +738,13 @@ class _Grammar:
             closing = self.closer(calls.end)
             return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
         pieces = []
-        units = calls.arguments is not None and calls.arguments.units
+        in_units = calls.arguments is not None and calls.arguments.units
         for number, (part, options) in enumerate(
             zip(calls.parts, calls.part_options, strict=True)
         ):
             hole, after = part.hole, part.after
             following = calls.parts[number + 1 :][:1]
-            if units and following and following[0].hole == "arguments":
+            if in_units and following and following[0].hole == "arguments":
                 # Key/value units follow (and the closer, where there are none): each
                 # opens with whitespace of its own, one bounded run after the literal.
                 after = after.rstrip()
