@@ -16,8 +16,10 @@ The shapes are the model's (compiler/call_shapes.py); this module writes them as
 spec's triggers, part of the analysis.
 
 Patterns use only the regular-expression syntax that ECMAScript (llama.cpp's
-``std::regex``) and Python's ``re`` read alike: escaped literals, classes, ``*``, ``+``
-and one group.
+``std::regex``) and Python's ``re`` read alike: escaped literals, classes, ``*``, ``+``,
+``?``, ``{m,n}`` and one group. Whitespace inside the group, which a server feeds to the
+calls' grammar, is bounded as the grammar bounds it (runtime/schema_gbnf.py), so that the
+grammar takes what the trigger fires on; before the group, any.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from .call_shapes import content_unit_shape, head_shape, whole_output_shape
 from .charclass import class_body
+from .runtime.schema_gbnf import WS_REGEX
 
 if TYPE_CHECKING:
     from .model import Calls
@@ -78,11 +81,13 @@ def regex_literal(text: str) -> str:
 def regex(shape: list) -> str:
     """A shape as a regular expression (``GROUP`` opens a group the caller closes)."""
     out = []
+    grouped = False
     for segment in shape:
         if segment[0] == "ws":
-            out.append("[ \\t\\n\\r]*")
+            out.append(WS_REGEX if grouped else "[ \\t\\n\\r]*")
         elif segment[0] == "group":
             out.append("(")
+            grouped = True
         elif segment[0] == "few":
             out.append("[\\s\\S]*?")
         elif segment[0] == "text":

@@ -5952,18 +5952,41 @@ class StreamParser:
 # The rules made here are linear in the schema's size.
 
 
+# Whitespace between lexemes (around markers, keys and values, where the reader skips
+# any), bounded so that a model held to a grammar cannot write it without end (the
+# live run's 135M model, held to an unbounded run, wrote line breaks until its token
+# cap, issue 33): at most one line break ("\r\n", "\n" or "\r"), with at most
+# WS_BLANKS spaces or tabs before it and after it (one line's end, the next one's
+# indentation: eight levels of four). The one bound every export spells in its own
+# syntax: the GBNF's ``ws``, the Lark's, the structural tag's, the triggers' inside
+# their group; xgrammar's JSON reader counts whitespace characters in a row
+# (WS_LONGEST). Where a marker's own whitespace goes beyond it (Gigachat's
+# "<|message_sep|>\n\nfunction call"), the exports take that whitespace as written
+# too (``ws_fits`` tells which).
+WS_BLANKS = 32
+WS_GBNF = '[ \\t]{0,%d} "\\r"? "\\n"? [ \\t]{0,%d}' % (WS_BLANKS, WS_BLANKS)
+WS_REGEX = "[ \\t]{0,%d}\\r?\\n?[ \\t]{0,%d}" % (WS_BLANKS, WS_BLANKS)
+WS_LONGEST = 2 * WS_BLANKS + 2
+
+
+def ws_fits(text):
+    """Whether the bounded whitespace takes ``text``."""
+    return re.fullmatch(WS_REGEX, text) is not None
+
+
 # The rules of JSON values (compiler/codegen/gbnf.py writes the same ones): each
-# mark that a lexeme may start or end with carries the whitespace around it.
+# mark that a lexeme may start or end with carries the whitespace around it, but the
+# closing mark of an empty object or array, which follows the opening's.
 JSON_RULES = {
-    "ws": "[ \\t\\n\\r]*",
+    "ws": WS_GBNF,
     "json-value": "json-object | json-array | json-string | json-number"
     ' | "true" | "false" | "null"',
     "json-object": "json-open json-members",
-    "json-members": "( json-member ( json-comma json-member )* )? json-close",
+    "json-members": 'json-member ( json-comma json-member )* json-close | "}"',
     "json-member": "json-key json-value",
     "json-key": 'json-string ws ":" ws',
-    "json-array": "json-list-open ( json-value ( json-comma json-value )* )?"
-    " json-list-close",
+    "json-array": "json-list-open ( json-value ( json-comma json-value )*"
+    ' json-list-close | "]" )',
     "json-open": '"{" ws',
     "json-close": 'ws "}"',
     "json-list-open": '"[" ws',
@@ -5980,10 +6003,11 @@ PY_RULES = {
     "py-value": 'py-object | py-array | py-string | json-number | "true" | "false"'
     ' | "null" | "True" | "False" | "None"',
     "py-object": "json-open py-members",
-    "py-members": "( py-member ( json-comma py-member )* )? json-close",
+    "py-members": 'py-member ( json-comma py-member )* json-close | "}"',
     "py-member": "py-key py-value",
     "py-key": 'py-string ws ":" ws',
-    "py-array": "json-list-open ( py-value ( json-comma py-value )* )? json-list-close",
+    "py-array": "json-list-open ( py-value ( json-comma py-value )* json-list-close"
+    ' | "]" )',
     "py-string": '"\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\""'
     ' | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"',
 }
@@ -6323,7 +6347,7 @@ class _Arguments:
             written = self._other_key(list(properties))
             member = f"{written}{self.gap}{value}"
             extra = (member, f"json-comma {member}")
-        return self._ordered(entries, required, extra, "json-close")
+        return self._ordered(entries, required, extra, "json-close", '"}"')
 
     def _key(self, key):
         """A member's key and its colon."""
@@ -6372,7 +6396,7 @@ class _Arguments:
             extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
-    def _ordered(self, entries, required, extra, close):
+    def _ordered(self, entries, required, extra, close, empty=None):
         """The members (key → (first written, written after another)) in the order
         the schema lists them, or (``sort``) sorted by key, as templates that sort
         them (``dictsort``) write them; then ``extra`` ones and ``close``
@@ -6381,7 +6405,7 @@ class _Arguments:
         ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
         order = sorted(entries, key=str.lower) if self.sort else list(entries)
         return self._chain(
-            [(*entries[key], key in required) for key in order], extra, close
+            [(*entries[key], key in required) for key in order], extra, close, empty
         )
 
     def _attribute(self, schema):
@@ -6412,9 +6436,10 @@ class _Arguments:
         first = self._rule(_renamed(head, names).strip())
         later = first
         if TOOL_UNIT_SEPARATOR:
-            later = self._rule(
-                _seq([TOOL_UNIT_SEPARATOR, _renamed(head, names).strip()])
-            )
+            written = _renamed(head, names).strip()
+            if TOOL_UNIT_SEPARATOR.endswith(" ws") and written.startswith("ws "):
+                written = written[3:]  # one bounded run between separator and key
+            later = self._rule(_seq([TOOL_UNIT_SEPARATOR, written]))
         after = _seq([close.strip(), _renamed(tail, names).strip()])
         if not after.replace("ws", "").strip():
             after = ""  # what follows starts with whitespace of its own
@@ -6455,16 +6480,19 @@ class _Arguments:
             return _either([TOOL_RAW_VALUE, value]), "", False
         return value, "", False
 
-    def _chain(self, entries, extra, close):
+    def _chain(self, entries, extra, close, empty=None):
         """Members in order, ``entries`` being (first written, written after another,
         required), then any number of ``extra`` ones (first, after another) where
         given, then ``close``: every rule ends with ``close``, so that none is a
-        lexeme that could end before whitespace it may also run on through."""
-        some = none = close  # what follows: after a member, and with none yet
+        lexeme that could end before whitespace it may also run on through.
+        ``empty``: what closes an object with no member (its mark without the
+        whitespace before it, which the opening's holds)."""
+        empty = empty or close
+        some, none = close, empty  # what follows: after a member, and with none yet
         if extra is not None:
             first, later = extra
             some = self._rule(_seq([f"( {later} )*", close]))
-            none = self._rule(_alternative(_seq([first, some]), close))
+            none = self._rule(_alternative(_seq([first, some]), empty))
         for first, later, required in reversed(entries):
             if required:
                 some, none = self._rule(_seq([later, some])), self._rule(
@@ -6656,7 +6684,8 @@ class _Arguments:
             )
             member = f"{written}{self.gap}{value}"
             extra = (member, f"own-typed-comma {member}")
-        return self._ordered(entries, required, extra, "own-typed-close")
+        close = _gbnf_literal(OWN_OBJECT_CLOSE.strip())
+        return self._ordered(entries, required, extra, "own-typed-close", close)
 
     def _array(self, schema, marks="json"):
         items = schema.get("items", True)
@@ -6688,14 +6717,17 @@ class _Arguments:
             rest = _seq([comma, values[at], rest])
             rest = self._rule(f"( {rest} )?" if at >= least else rest)
         first = values[0] if values else item
-        if most == 0 or first is None:
-            items = ""
-        else:
-            items = _seq([first, rest])
-            items = self._rule(f"( {items} )?" if least == 0 else items)
-        return self._rule(
-            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
+        # An empty array's closing mark without the whitespace before it (the
+        # opening's holds it).
+        empty = _gbnf_literal(
+            (OWN_ARRAY_CLOSE if marks == "own-typed" else "]").strip()
         )
+        if most == 0 or first is None:
+            body = empty
+        else:
+            body = _seq([first, rest, f"{marks}-list-close"])
+            body = self._rule(_alternative(body, empty) if least == 0 else body)
+        return self._rule(_seq([f"{marks}-list-open", self.gap.strip(), body]))
 
     def _any(self):
         if self.style == "own":
@@ -7107,6 +7139,16 @@ def _functions(tools):
     return list(found.items())
 
 
+def _space(text):
+    """Whitespace where a literal writes ``text``: bounded, or, where the bound does
+    not take it, also as written (schema_gbnf.ws_fits)."""
+    return _SPACE if ws_fits(text) else _one_of([_const(text), _SPACE])
+
+
+def _lead(text):
+    return text[: len(text) - len(text.lstrip())]
+
+
 def _one_of(formats):
     return formats[0] if len(formats) == 1 else {"type": "or", "elements": formats}
 
@@ -7137,8 +7179,8 @@ def _tag(begin, content, end):
     return {"type": "tag", "begin": begin, "content": content, "end": end}
 
 
-# Whitespace the reader skips around markers and values.
-_SPACE = {"type": "regex", "pattern": "[ \\t\\n\\r]*"}
+# Whitespace the reader skips around markers and values, bounded as the GBNF's ``ws``.
+_SPACE = {"type": "regex", "pattern": WS_REGEX}
 
 
 def _with_reasoning(reasoning, body, required):
@@ -7270,13 +7312,18 @@ def _call_tags(calls, functions):
                 kind = item[0]
                 if kind == "end":
                     key = (begin or "", tuple(_cores(item[1])))
+                    leads = [_lead(closer) for closer in item[1]]
+                    space = _one_of(
+                        [_const(t) for t in dict.fromkeys(leads) if not ws_fits(t)]
+                        + [_SPACE]
+                    )
                     tags.setdefault(key, []).append(
-                        _sequence(content + [_SPACE]) if content else _SPACE
+                        _sequence(content + [space]) if content else space
                     )
                 elif kind == "text" and begin is None:
                     begin = item[1].rstrip()
                     if begin != item[1]:
-                        content.append(_SPACE)
+                        content.append(_space(item[1][len(begin) :]))
                 elif kind == "text":
                     content += _literal(item[1], tight=len(item) > 2)
                 elif kind == "name":
@@ -7297,10 +7344,11 @@ def _literal(text, tight=False):
     some."""
     core = text.strip()
     if not core:
-        return [] if tight or not text else [_SPACE]
-    lead = text[: len(text) - len(text.lstrip())]
-    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
-    return found + ([_SPACE] if text != text.rstrip() else [])
+        return [] if tight or not text else [_space(text)]
+    lead = _lead(text)
+    found = [_const(lead + core)] if tight else [_space(lead), _const(core)]
+    trail = text[len(text.rstrip()) :]
+    return found + ([_space(trail)] if trail else [])
 
 
 def _cores(closers):
@@ -7313,11 +7361,21 @@ def _json(schema):
     """A value of the (self-contained) JSON ``schema``: its objects' members in the
     order its ``properties`` list them, or every object's sorted by key, as
     templates that sort keys write them (the GBNF takes the same two)."""
-    found = {"type": "json_schema", "json_schema": schema}
+    found = [_json_schema(schema)]
     other = _sorted_keys(schema)
-    if other is None:
-        return found
-    return _one_of([found, {"type": "json_schema", "json_schema": other}])
+    if other is not None:
+        found.append(_json_schema(other))
+    return _one_of(found)
+
+
+def _json_schema(schema):
+    """xgrammar's JSON value of ``schema``, its whitespace runs no longer than the
+    bounded whitespace's (xgrammar bounds a run's length, not its line breaks)."""
+    return {
+        "type": "json_schema",
+        "json_schema": schema,
+        "max_whitespace_cnt": WS_LONGEST,
+    }
 
 
 def _arguments(calls, name, parameters):
@@ -7336,7 +7394,7 @@ def _arguments(calls, name, parameters):
                 whole = _call_object(shape, name, form, order)
                 if defs:
                     whole["$defs"] = defs
-                objects.append({"type": "json_schema", "json_schema": whole})
+                objects.append(_json_schema(whole))
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
@@ -7363,7 +7421,7 @@ def _units_in_order(units, order, written, required):
     stands between units, one alternative per unit that may come first."""
     separator = units["separator"]
     if not separator.strip():
-        between = [_SPACE] if separator else []
+        between = [_space(separator)] if separator else []
         return _sequence(
             [_between(written[key], key in required, between) for key in order]
             or [_const("")]
@@ -7397,9 +7455,9 @@ def _unit(units, key, schema, root):
     if units["key_slot"]:
         suffix = suffix.replace(units["key_slot"], written)
     value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
-    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
-    head = [_SPACE] + ([_const(prefix)] if prefix else [])
-    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    prefix, key_end = units["key_prefix"], units["key_end"]
+    head = [_space(_lead(prefix))] + ([_const(prefix.strip())] if prefix.strip() else [])
+    head += [_SPACE, _const(written), _space(_lead(key_end)), _const(key_end.strip())]
     last = key_end
     if units["value_start"]:
         # What stands between the key and the value (an attribute naming its type):
@@ -7419,7 +7477,7 @@ def _unit(units, key, schema, root):
     trail = last[len(last.rstrip()) :]
     core = suffix.strip()
     if not core:
-        return _sequence(head + [_SPACE, value])
+        return _sequence(head + [_space(trail), value])
     if kind == "raw":
         # Text as written, to the suffix (whitespace around it is its own).
         return _sequence(head + [_tag("", value, core)])
@@ -7429,7 +7487,7 @@ def _unit(units, key, schema, root):
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         around = [_optional(trail), value, _optional(lead), _const(core)]
         return _sequence(head + [item for item in around if item is not None])
-    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+    return _sequence(head + [_space(trail), value, _space(_lead(suffix)), _const(core)])
 
 
 def _optional(text):
@@ -7939,13 +7997,16 @@ def _lark_schema(schema, strict):
     """A JSON schema as the text after ``%json``: keywords llguidance does not know
     ignored rather than refused; a string's ``\\u`` escape of any character taken
     (llguidance takes only control characters' by default, and templates that write
-    ASCII JSON, as tojson may, escape every other one); with ``strict`` (OpenAI's), no
-    member an object's ``properties`` do not name."""
+    ASCII JSON, as tojson may, escape every other one); whitespace bounded as the
+    GBNF's (schema_gbnf.WS_REGEX); with ``strict`` (OpenAI's), no member an object's
+    ``properties`` do not name."""
     schema = _lark_strict(schema) if strict else dict(schema)
     options = schema.get("x-guidance")
     schema["x-guidance"] = dict(options) if isinstance(options, dict) else {}
     schema["x-guidance"].setdefault("lenient", True)
     schema["x-guidance"].setdefault("json_allow_general_unicode_escapes", True)
+    if "whitespace_flexible" not in schema["x-guidance"]:
+        schema["x-guidance"].setdefault("whitespace_pattern", WS_REGEX)
     return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
 

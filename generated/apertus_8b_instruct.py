@@ -170,7 +170,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "<|assistant_end|><|user_start|>" ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "s" ( "_" ( "p" ( "r" ( "e" ( "f" ( "i" ( "x" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tools_prefix|>" content-trig-from-16\n'
@@ -208,10 +208,10 @@ GBNF = (
     'content-body-15-1 ::= [<] | ">" [<]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -241,14 +241,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "<|assistant_end|><|user_start|>" ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -322,12 +322,12 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:<\\|assistant_end\\|><\\|user_start\\|>\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|assistant_end\\|><\\|user_start\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tools_prefix\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tools_prefix\\|>/ & ~/(?s:.*)<\\|tools_prefix\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\|tools_suffix\\|>(?:\\s*<\\|assistant_end\\|><\\|user_start\\|>)*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tools_suffix\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|assistant_end\\|><\\|user_start\\|>)*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -336,10 +336,10 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*\\{\\s*"%%NAME%%"\\s*:\\s*/ %%ARGS%% /\\s*\\}/\n',
-    "lead-full": "\\s*<\\|tools_prefix\\|>\\s*\\[",
-    "lead-rest": "\\s*\\[",
-    "lead-next": "\\s*,\\s*",
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n',
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tools_prefix\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",
 }

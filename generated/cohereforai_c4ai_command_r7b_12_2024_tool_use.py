@@ -210,7 +210,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "R" ( "E" ( "S" ( "P" ( "O" ( "N" ( "S" ( "E" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? | "S" ( "T" ( "A" ( "R" ( "T" ( "_" ( "A" ( "C" ( "T" ( "I" ( "O" ( "N" ( "|" ( ">" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|END_RESPONSE|>"\n'
@@ -273,10 +273,10 @@ GBNF = (
     'content-body-15b-1 ::= [<] | ">" [<]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -360,14 +360,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -504,48 +504,48 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|START_THINKING\\|>(?s:.*)/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)\\s*)?/\n"
-        "CONTENT_OPEN_CLOSED: /\\s*<\\|START_RESPONSE\\|>(?s:.*)<\\|END_RESPONSE\\|>/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
-        "CONTENT_OPEN: /\\s*<\\|START_RESPONSE\\|>(?s:.*)/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*<\\|START_RESPONSE\\|>(?s:.*)<\\|START_ACTION\\|>/ & ~/\\s*<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN_CLOSED: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)<\\|END_RESPONSE\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)<\\|START_ACTION\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\](?:\\s*(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_ACTION\\|>))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_ACTION\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
+        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
         "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
         "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/\\s*<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
@@ -553,19 +553,19 @@ _LARK = {
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": (
-        "call_%%I%%_o_111: /\\s*\\}/\n"
-        'call_%%I%%_o_110: /\\s*,\\s*"tool_call_id"\\s*:\\s*/ json_value call_%%I%%_o_111 | /\\s*\\}/\n'
-        'call_%%I%%_o_101: /\\s*,\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_111\n'
-        'call_%%I%%_o_100: /\\s*,\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_110 | /\\s*,\\s*"tool_call_id"\\s*:\\s*/ json_value call_%%I%%_o_101\n'
-        'call_%%I%%_o_011: /\\s*,\\s*"tool_name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_111\n'
-        'call_%%I%%_o_010: /\\s*,\\s*"tool_name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_110 | /\\s*,\\s*"tool_call_id"\\s*:\\s*/ json_value call_%%I%%_o_011\n'
-        'call_%%I%%_o_001: /\\s*,\\s*"tool_name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_101 | /\\s*,\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_011\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"tool_name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%\\s*\\{\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%\\s*\\{\\s*"tool_call_id"\\s*:\\s*/ json_value call_%%I%%_o_001\n'
+        "call_%%I%%_o_111: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
+        'call_%%I%%_o_110: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_111 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n'
+        'call_%%I%%_o_101: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_111\n'
+        'call_%%I%%_o_100: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_101\n'
+        'call_%%I%%_o_011: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_111\n'
+        'call_%%I%%_o_010: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_011\n'
+        'call_%%I%%_o_001: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_101 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_011\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_001\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
-    "lead-full": "\\s*<\\|START_ACTION\\|>\\s*\\[\\s*",
-    "lead-rest": "\\s*\\[\\s*",
-    "lead-next": "\\s*,\\s*",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_ACTION\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",
 }

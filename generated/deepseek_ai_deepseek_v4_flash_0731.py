@@ -108,13 +108,13 @@ ARG_VALUE_SUFFIX: str = "</｜DSML｜parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = (
-    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value ws'
+    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value'
 )
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</｜DSML｜parameter>"'
 TOOL_UNIT_EXACT: str = (
-    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value ws'
+    'ws "<｜DSML｜parameter name=\\"" ws tool-key ws "\\" string=\\"" tool-attribute tool-value'
 )
 TOOL_ATTRIBUTES: dict[str, str] = {
     "array": '"false\\">"',
@@ -265,7 +265,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
@@ -342,14 +342,14 @@ GBNF = (
     'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
     'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-16-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
-    'arguments-close ::= ws "</｜DSML｜invoke>" ws\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed\n'
+    'arguments-close ::= ws "</｜DSML｜invoke>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -374,7 +374,7 @@ GBNF = (
 # ... with thinking on.
 _GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "｜" ( "D" ( "S" ( "M" ( "L" ( "｜" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "｜DSML｜tool_call" content-trig-from-16\n'
@@ -451,14 +451,14 @@ _GRAMMAR_THINKING = (
     'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
     'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-16-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
-    'arguments-close ::= ws "</｜DSML｜invoke>" ws\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed\n'
+    'arguments-close ::= ws "</｜DSML｜invoke>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -486,7 +486,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -526,14 +526,14 @@ GBNF_TOOLS = (
     'argument-value-15-1 ::= [<] | "e" argument-value-16-1\n'
     'argument-value-16-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-16-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed ws\n'
-    'arguments-close ::= ws "</｜DSML｜invoke>" ws\n'
+    'argument ::= ws "<｜DSML｜parameter name=\\"" ws argument-key ws "\\" string=\\"" argument-attribute-closed argument-value-closed\n'
+    'arguments-close ::= ws "</｜DSML｜invoke>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "<｜DSML｜tool_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-root-part ::= "<｜DSML｜tool_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -664,49 +664,49 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<｜DSML｜tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<｜DSML｜tool_calls>/ & ~/(?s:.*)<｜DSML｜tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/｜DSML｜tool_calls>(?:\\s*(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*">\\s*/ %%ARGS%% /\\s*<\\/｜DSML｜invoke>\\s*/\n',
-    "lead-full": '\\s*<｜DSML｜tool_calls>\\s*<｜DSML｜invoke name="',
-    "lead-rest": '\\s*<｜DSML｜invoke name="',
-    "lead-next": '\\s*<｜DSML｜invoke name="',
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜invoke>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n',
+    "lead-full": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜tool_calls>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜invoke name="',
+    "lead-rest": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜invoke name="',
+    "lead-next": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜invoke name="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
     "attributes": '{"array": "false", "boolean": "false", "integer": "false", "null": "false", "number": "false", "object": "false", "string": "true"}',
@@ -714,11 +714,11 @@ _LARK = {
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
-    "unit-enum": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',
+    "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜parameter>/\n',
+    "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
+    "unit-json": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

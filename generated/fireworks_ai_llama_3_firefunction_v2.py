@@ -176,7 +176,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "f" content-body-1-1* ( "u" ( "n" ( "c" ( "t" ( "o" ( "o" ( "l" ( "s" )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "f" content-body-1-1* "unctools["\n'
@@ -199,10 +199,10 @@ GBNF = (
     'content-body-8-1 ::= [f] | "s" [f]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -239,14 +239,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -334,20 +334,20 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)functools\\[(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)functools\\[/ & ~/(?s:.*)functools\\[(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\](?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
+        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
         "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
         "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -357,15 +357,15 @@ _LARK = {
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": (
-        "call_%%I%%_o_11: /\\s*\\}/\n"
-        'call_%%I%%_o_10: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_11\n'
-        'call_%%I%%_o_01: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_11\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%\\s*\\{\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_01\n'
+        "call_%%I%%_o_11: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
+        'call_%%I%%_o_10: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_11\n'
+        'call_%%I%%_o_01: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_11\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_01\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
-    "lead-full": "\\s*functools\\[",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}functools\\[",
     "lead-rest": "",
-    "lead-next": "\\s*,\\s*",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",
 }

@@ -208,7 +208,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "m" content-body-3-3* ( "e" ( "s" ( "s" ( "a" ( "g" ( "e" ( "_" ( "s" ( "e" ( "p" ( "|" ( ">" ( "\\n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|m" content-body-3-3* "essage_sep|>\\n" content-trig-from-16\n'
@@ -299,10 +299,10 @@ GBNF = (
     'content-body-40-1 ::= [<] | "|" [<]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -321,13 +321,13 @@ GBNF = (
     'call-first-arguments ::= ws "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
-    'call-next-part ::= ( ws "<|message_sep|>" ws )?\n'
+    'call-next-part ::= ( ws "<|message_sep|>" )?\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
     'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'calls-rest-part ::= ( ws "<|message_sep|>" ws )?\n'
+    'calls-rest-part ::= ( ws "<|message_sep|>" )?\n'
     "calls-rest ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-rest-part calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
 )
@@ -341,14 +341,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -367,13 +367,13 @@ GBNF_TOOLS = (
     'call-first-arguments ::= ws "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
-    'call-next-part ::= ( ws "<|message_sep|>" ws )?\n'
+    'call-next-part ::= ( ws "<|message_sep|>" )?\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
     'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    'calls-root-part ::= ( ws "<|message_sep|>" ws )?\n'
+    'calls-root-part ::= ( ws "<|message_sep|>" )?\n'
     "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-root-part calls-more\n"
 )
 
@@ -384,7 +384,7 @@ _GRAMMAR_CHOICES = {
         "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "calls-rest-part": '( ws "<|message_sep|>" ws )? calls-more',
+        "calls-rest-part": '( ws "<|message_sep|>" )? calls-more',
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
@@ -392,7 +392,7 @@ _GRAMMAR_CHOICES = {
         "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "calls-rest-part": '( ws "<|message_sep|>" ws )? calls-more',
+        "calls-rest-part": '( ws "<|message_sep|>" )? calls-more',
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
@@ -401,7 +401,7 @@ _GRAMMAR_CHOICES = {
         "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
         "call-first-name": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "calls-root-part": '( ws "<|message_sep|>" ws )? calls-more',
+        "calls-root-part": '( ws "<|message_sep|>" )? calls-more',
         "calls-root": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-root-part",
     },
 }
@@ -444,20 +444,20 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|message_sep\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|message_sep\\|>/ & ~/(?s:.*)<\\|message_sep\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
+        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
         "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
         "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -467,15 +467,15 @@ _LARK = {
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": (
-        "call_%%I%%_o_11: /\\s*\\}/\n"
-        'call_%%I%%_o_10: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_11\n'
-        'call_%%I%%_o_01: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_11\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%\\s*\\{\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_01\n'
-        "call_%%I%%: call_%%I%%_o /(?:\\s*<\\|message_sep\\|>\\s*)?/\n"
+        "call_%%I%%_o_11: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
+        'call_%%I%%_o_10: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_11\n'
+        'call_%%I%%_o_01: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_11\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_01\n'
+        "call_%%I%%: call_%%I%%_o /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|message_sep\\|>(?:\\x{a}\\x{a}|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}))?/\n"
     ),
-    "lead-full": "\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*",
-    "lead-rest": "\\s*function call<\\|role_sep\\|>\\s*",
-    "lead-next": "\\s*<\\|message_sep\\|>\\s*function call<\\|role_sep\\|>\\s*",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|message_sep\\|>(?:\\x{a}\\x{a}|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})function call<\\|role_sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
+    "lead-rest": "(?:\\x{a}\\x{a}|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})function call<\\|role_sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|message_sep\\|>(?:\\x{a}\\x{a}|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})function call<\\|role_sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",
 }

@@ -251,7 +251,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<turn|>" | "<|turn>user" | "<|turn>tool" | "<|turn>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call>call" content-trig-from-16\n'
@@ -303,8 +303,8 @@ GBNF = (
     'own-value ::= ( argument-string | own-object | own-array | json-number | "None" | "true" | "false" )\n'
     "own-key ::= [^\\t\\n\\r ,:\\x5B\\]{}]+\n"
     'own-member ::= ws own-key ws ":" ws own-value\n'
-    'own-object ::= "{" ws ( own-member ( ws "," ws own-member )* )? ws "}"\n'
-    'own-array ::= "[" ws ( own-value ( ws "," ws own-value )* )? ws "]"\n'
+    'own-object ::= "{" ws ( own-member ( ws "," ws own-member )* ws "}" | "}" )\n'
+    'own-array ::= "[" ws ( own-value ( ws "," ws own-value )* ws "]" | "]" )\n'
     'argument-head ::= ws argument-key ws ":"\n'
     "argument ::= argument-head ( argument-string | own-object | own-array | own-word )\n"
     'argument-next-head ::= ws "," ws argument-key ws ":"\n'
@@ -418,7 +418,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<turn|>" | "<|turn>user" | "<|turn>tool" | "<|turn>system" ) ws )?\n'
     "tool-name ::= [^\\x00- {\\x7F]+\n"
     "argument-key ::= [^\\x00- ,:}\\x7F]+\n"
@@ -436,8 +436,8 @@ GBNF_TOOLS = (
     'own-value ::= ( argument-string | own-object | own-array | json-number | "None" | "true" | "false" )\n'
     "own-key ::= [^\\t\\n\\r ,:\\x5B\\]{}]+\n"
     'own-member ::= ws own-key ws ":" ws own-value\n'
-    'own-object ::= "{" ws ( own-member ( ws "," ws own-member )* )? ws "}"\n'
-    'own-array ::= "[" ws ( own-value ( ws "," ws own-value )* )? ws "]"\n'
+    'own-object ::= "{" ws ( own-member ( ws "," ws own-member )* ws "}" | "}" )\n'
+    'own-array ::= "[" ws ( own-value ( ws "," ws own-value )* ws "]" | "]" )\n'
     'argument-head ::= ws argument-key ws ":"\n'
     "argument ::= argument-head ( argument-string | own-object | own-array | own-word )\n"
     'argument-next-head ::= ws "," ws argument-key ws ":"\n'
@@ -591,13 +591,13 @@ _STRUCTURAL_TAG: dict = {
                 "null": "None",
                 "true": "true",
                 "false": "false",
-                "grammar": 'root ::= value\nvalue ::= string | object | array | word\nstring ::= "<|\\"|>" string-closed\nword ::= [^\\x00-*,/:-@\\x5B-\\x5E`{-\\x7F]+\nws ::= [ \\t\\n\\r]*\nmember ::= [^\\t\\n\\r ,:\\x5B\\]{}]+ ws ":" ws value\nobject ::= "{" ws ( member ( ws "," ws member )* )? ws "}"\narray ::= "[" ws ( value ( ws "," ws value )* )? ws "]"\nstring-text ::= string-text-0-0* ( "<" string-text-1-1* ( "|" ( "\\"" ( "|" )? )? )? )?\nstring-closed ::= string-text-0-0* "<" string-text-1-1* "|\\"|>"\nstring-text-0-0 ::= [^<] | "<" string-text-1-1* string-text-1-0\nstring-text-1-0 ::= [^<|] | "|" string-text-2-0\nstring-text-1-1 ::= [<] | "|" string-text-2-1\nstring-text-2-0 ::= [^\\"<] | "\\"" string-text-3-0\nstring-text-2-1 ::= [<] | "\\"" string-text-3-1\nstring-text-3-0 ::= [^<|] | "|" [^<>]\nstring-text-3-1 ::= [<] | "|" [<]\n',
+                "grammar": 'root ::= value\nvalue ::= string | object | array | word\nstring ::= "<|\\"|>" string-closed\nword ::= [^\\x00-*,/:-@\\x5B-\\x5E`{-\\x7F]+\nws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\nmember ::= [^\\t\\n\\r ,:\\x5B\\]{}]+ ws ":" ws value\nobject ::= "{" ws ( member ( ws "," ws member )* ws "}" | "}" )\narray ::= "[" ws ( value ( ws "," ws value )* ws "]" | "]" )\nstring-text ::= string-text-0-0* ( "<" string-text-1-1* ( "|" ( "\\"" ( "|" )? )? )? )?\nstring-closed ::= string-text-0-0* "<" string-text-1-1* "|\\"|>"\nstring-text-0-0 ::= [^<] | "<" string-text-1-1* string-text-1-0\nstring-text-1-0 ::= [^<|] | "|" string-text-2-0\nstring-text-1-1 ::= [<] | "|" string-text-2-1\nstring-text-2-0 ::= [^\\"<] | "\\"" string-text-3-0\nstring-text-2-1 ::= [<] | "\\"" string-text-3-1\nstring-text-3-0 ::= [^<|] | "|" [^<>]\nstring-text-3-1 ::= [<] | "|" [<]\n',
             },
             "elements": False,
             "key_escapes": [],
             "value_escapes": [],
             "verbatim": None,
-            "value_grammar": 'root ::= json-value\nws ::= [ \\t\\n\\r]*\njson-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\njson-object ::= json-open json-members\njson-members ::= ( json-member ( json-comma json-member )* )? json-close\njson-member ::= json-key json-value\njson-key ::= json-string ws ":" ws\njson-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\njson-open ::= "{" ws\njson-close ::= ws "}"\njson-list-open ::= "[" ws\njson-list-close ::= ws "]"\njson-comma ::= ws "," ws\njson-string ::= "\\"" json-char* "\\""\njson-char ::= [^"\\\\\\x00-\\x1F] | json-escape\njson-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\njson-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n',
+            "value_grammar": 'root ::= json-value\nws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\njson-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\njson-object ::= json-open json-members\njson-members ::= json-member ( json-comma json-member )* json-close | "}"\njson-member ::= json-key json-value\njson-key ::= json-string ws ":" ws\njson-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\njson-open ::= "{" ws\njson-close ::= ws "}"\njson-list-open ::= "[" ws\njson-list-close ::= ws "]"\njson-comma ::= ws "," ws\njson-string ::= "\\"" json-char* "\\""\njson-char ::= [^"\\\\\\x00-\\x1F] | json-escape\njson-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\njson-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n',
         },
         "bare": None,
         "content_openers": [],
@@ -608,23 +608,23 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_call>/ & ~/(?s:.*)<\\|tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
@@ -634,50 +634,50 @@ _LARK = {
         "AFTER_CLOSED_2: /(?s:.*)<\\|turn>tool/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system|<\\|tool_call>)(?s:.+)/\n"
         "AFTER_CLOSED_3: /(?s:.*)<\\|turn>system/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system|<\\|tool_call>)(?s:.+)/\n"
         "AFTER: /(?s:.*)/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system|<\\|tool_call>)(?s:.*)/\n"
-        "calls_after: /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*\\s*/ | AFTER_CLOSED_0 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*\\s*/ | AFTER_CLOSED_1 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*\\s*/ | AFTER_CLOSED_2 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*\\s*/ | AFTER_CLOSED_3 /(?:\\s*(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*\\s*/ | AFTER\n"
+        "calls_after: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_0 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_1 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_2 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_3 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>tool|<\\|turn>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER\n"
         "calls_more: calls_after\n"
         'ARG_STRING: /<\\|"\\|>(?s:.*)<\\|"\\|>/ & ~/<\\|"\\|>(?s:.*)<\\|"\\|>(?s:.+)/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "OWN_WORD: /[^\\x{0}-\\*,\\/:-@\\[-\\^`\\{-\\x{7f}]+/\n"
         "OWN_WORDS: /None|true|false/\n"
         "own_value: ARG_STRING | own_object | own_array | NUMBER | OWN_WORDS\n"
-        "own_member: /\\s*[^\\x{9}-\\x{d} ,:\\[\\]\\{\\}]+\\s*:\\s*/ own_value\n"
-        "own_object: /\\{\\s*/ (own_member (/\\s*,\\s*/ own_member)*)? /\\s*\\}/\n"
-        "own_array: /\\[\\s*/ (own_value (/\\s*,\\s*/ own_value)*)? /\\s*\\]/\n"
+        "own_member: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[^\\x{9}-\\x{d} ,:\\[\\]\\{\\}]+[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ own_value\n"
+        "own_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (own_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ own_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "own_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (own_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ own_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
         "arg_value: ARG_STRING | own_object | own_array | OWN_WORD\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/\\s*(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|channel>thought|<\\|channel>)(?s:.*)<channel\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*\\{/ %%ARGS%% /\\s*\\}<tool_call\\|>/\n",
-    "lead-full": "\\s*<\\|tool_call>\\s*call:",
-    "lead-rest": "\\s*call:",
-    "lead-next": "\\s*<\\|tool_call>\\s*call:",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}<tool_call\\|>/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call:",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call:",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call:",
     "arguments": "units",
     "key": "[^\\x{0}- ,:\\}\\x{7f}]+",
-    "separator": "/\\s*,/",
+    "separator": "/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},/",
     "true": "true",
     "false": "false",
     "null": "None",
     "enum-refuse": '<|"|>',
     "enum": '<\\|"\\|>%%TEXT%%<\\|"\\|>',
-    "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*:/ arg_value\n",
-    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*:/ ARG_STRING\n",
-    "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*:(?:%%VALUE%%)/\n",
-    "unit-typed": "%%RULE%%: /\\s*%%KEY%%\\s*:/ %%TYPED%%\n",
+    "unit-text": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:/ arg_value\n",
+    "unit-string": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:/ ARG_STRING\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:(?:%%VALUE%%)/\n",
+    "unit-typed": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:/ %%TYPED%%\n",
     "name": "[^\\x{0}- \\{\\x{7f}]+",
 }
 

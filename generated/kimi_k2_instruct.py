@@ -201,7 +201,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "_" ( "s" ( "e" ( "c" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls_sec" content-trig-from-16\n'
@@ -263,10 +263,10 @@ GBNF = (
     "tool-name ::= [^\\x00- :\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -296,15 +296,15 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ws )?\n'
     "tool-name ::= [^\\x00- :\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -387,12 +387,12 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_calls_section_begin\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_calls_section_begin\\|>/ & ~/(?s:.*)<\\|tool_calls_section_begin\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\|tool_calls_section_end\\|>(?:\\s*(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls_section_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -401,10 +401,10 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*:\\s*[0-9]+\\s*<\\|tool_call_argument_begin\\|>\\s*/ %%ARGS%% /\\s*<\\|tool_call_end\\|>/\n",
-    "lead-full": "\\s*<\\|tool_calls_section_begin\\|>\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
-    "lead-rest": "\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
-    "lead-next": "\\s*<\\|tool_call_begin\\|>\\s*functions\\.",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[0-9]+[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_argument_begin\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_end\\|>/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls_section_begin\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_begin\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}functions\\.",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_begin\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}functions\\.",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_begin\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}functions\\.",
     "arguments": "json",
     "name": "[^\\x{0}- :\\x{7f}]+",
 }

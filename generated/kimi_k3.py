@@ -282,7 +282,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
@@ -488,7 +488,7 @@ _GRAMMAR_THINKING = GBNF
 # ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "c" ( ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ) ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) ( "l" ( "o" ( "s" ( "e" ( "|" ( ">" ( "r" ( "e" ( "s" ( "p" ( "o" ( "n" ( "s" content-body-from-16a )? )? )? )? )? )? )? )? )? )? )? )? )? | "o" ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( "p" ( "e" ( "n" ( "|" ( ">" ( "t" ( "o" ( "o" ( "l" ( "s" ( "<" ( "|" ( "s" content-body-from-16b )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-closed ::= content-body-0-0* "<" content-body-1-1* "|" ( "c" ( content-body-3a-3a | ( content-body-3a-3a* content-body-3a-3b ) ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) )* "lose|>respons" content-closed-from-16a | "o" ( ( content-body-3b-3b | content-body-3b-3a content-body-3a-3a* content-body-3a-3b )* ( content-body-3b-3a content-body-3a-3a* ) ) "lose|>respons" content-closed-from-16a )\n'
@@ -691,7 +691,7 @@ _GRAMMAR_NO_THINKING = (
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -885,53 +885,53 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "none": "reply: CONTENT_OPEN_CLOSED END | CONTENT_OPEN | CONTENT_CLOSED END | CONTENT | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message)\\s*)?/\n"
-        "CONTENT_OPEN_CLOSED: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
-        "CONTENT_OPEN: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|open\\|>/ & ~/\\s*<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN_CLOSED: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)<\\|open\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>response<\\|sep\\|>(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "CONTENT_CLOSED: /(?s:.*)<\\|close\\|>response<\\|sep\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|open\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\|close\\|>\\s*tools<\\|sep\\|>(?:\\s*(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}tools<\\|sep\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/\\s*<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:\\s*<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT_OPEN_CLOSED (calls_full | END) | CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED (calls_full | END) | CONTENT | CONTENT_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_CLOSED calls_full | CONTENT_OPEN_TRIG calls_rest | CONTENT_CLOSED calls_full | CONTENT_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*" index="\\s*[0-9]+\\s*"<\\|sep\\|>/ %%ARGS%% /\\s*<\\|close\\|>\\s*call<\\|sep\\|>/\n',
-    "lead-full": '\\s*<\\|open\\|>\\s*tools<\\|sep\\|>\\s*<\\|open\\|>\\s*call tool="',
-    "lead-rest": '\\s*tools<\\|sep\\|>\\s*<\\|open\\|>\\s*call tool="',
-    "lead-next": '\\s*<\\|open\\|>\\s*call tool="',
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" index="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[0-9]+[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"<\\|sep\\|>/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call<\\|sep\\|>/\n',
+    "lead-full": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}tools<\\|sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call tool="',
+    "lead-rest": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}tools<\\|sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call tool="',
+    "lead-next": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}call tool="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
     "attributes": '{"array": "array", "boolean": "boolean", "integer": "number", "null": "null", "number": "number", "object": "object", "string": "string"}',
@@ -939,11 +939,11 @@ _LARK = {
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-enum": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
-    "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}argument key="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}argument key="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}argument key="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" type="%%ATTR%%"<\\|sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}argument key="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" type="%%ATTR%%"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-json": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}argument key="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" type="%%ATTR%%"<\\|sep\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>argument<\\|sep\\|>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -217,7 +217,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "_" ( "s" ( "t" ( "a" ( "r" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_call_star" content-trig-from-16\n'
@@ -273,10 +273,10 @@ GBNF = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     'py-value ::= py-object | py-array | py-string | json-number | "true" | "false" | "null" | "True" | "False" | "None"\n'
     "py-object ::= json-open py-members\n"
-    "py-members ::= ( py-member ( json-comma py-member )* )? json-close\n"
+    'py-members ::= py-member ( json-comma py-member )* json-close | "}"\n'
     "py-member ::= py-key py-value\n"
     'py-key ::= py-string ws ":" ws\n'
-    "py-array ::= json-list-open ( py-value ( json-comma py-value )* )? json-list-close\n"
+    'py-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\n'
     'py-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n'
     "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
     'argument-head ::= ws argument-key ws "="\n'
@@ -320,7 +320,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
     "tool-name ::= [^\\x00- (\\x7F]+\n"
     "argument-key ::= [^\\x00- ),=\\x7F]+\n"
@@ -335,10 +335,10 @@ GBNF_TOOLS = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     'py-value ::= py-object | py-array | py-string | json-number | "true" | "false" | "null" | "True" | "False" | "None"\n'
     "py-object ::= json-open py-members\n"
-    "py-members ::= ( py-member ( json-comma py-member )* )? json-close\n"
+    'py-members ::= py-member ( json-comma py-member )* json-close | "}"\n'
     "py-member ::= py-key py-value\n"
     'py-key ::= py-string ws ":" ws\n'
-    "py-array ::= json-list-open ( py-value ( json-comma py-value )* )? json-list-close\n"
+    'py-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\n'
     'py-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n'
     "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
     'argument-head ::= ws argument-key ws "="\n'
@@ -435,7 +435,7 @@ _STRUCTURAL_TAG: dict = {
             "key_escapes": [],
             "value_escapes": [],
             "verbatim": None,
-            "value_grammar": 'root ::= py-value\nws ::= [ \\t\\n\\r]*\njson-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\njson-object ::= json-open json-members\njson-members ::= ( json-member ( json-comma json-member )* )? json-close\njson-member ::= json-key json-value\njson-key ::= json-string ws ":" ws\njson-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\njson-open ::= "{" ws\njson-close ::= ws "}"\njson-list-open ::= "[" ws\njson-list-close ::= ws "]"\njson-comma ::= ws "," ws\njson-string ::= "\\"" json-char* "\\""\njson-char ::= [^"\\\\\\x00-\\x1F] | json-escape\njson-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\njson-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\npy-value ::= py-object | py-array | py-string | json-number | "true" | "false" | "null" | "True" | "False" | "None"\npy-object ::= json-open py-members\npy-members ::= ( py-member ( json-comma py-member )* )? json-close\npy-member ::= py-key py-value\npy-key ::= py-string ws ":" ws\npy-array ::= json-list-open ( py-value ( json-comma py-value )* )? json-list-close\npy-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n',
+            "value_grammar": 'root ::= py-value\nws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\njson-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\njson-object ::= json-open json-members\njson-members ::= json-member ( json-comma json-member )* json-close | "}"\njson-member ::= json-key json-value\njson-key ::= json-string ws ":" ws\njson-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\njson-open ::= "{" ws\njson-close ::= ws "}"\njson-list-open ::= "[" ws\njson-list-close ::= ws "]"\njson-comma ::= ws "," ws\njson-string ::= "\\"" json-char* "\\""\njson-char ::= [^"\\\\\\x00-\\x1F] | json-escape\njson-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\njson-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\npy-value ::= py-object | py-array | py-string | json-number | "true" | "false" | "null" | "True" | "False" | "None"\npy-object ::= json-open py-members\npy-members ::= py-member ( json-comma py-member )* json-close | "}"\npy-member ::= py-key py-value\npy-key ::= py-string ws ":" ws\npy-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\npy-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n',
         },
         "bare": None,
         "content_openers": [],
@@ -446,73 +446,73 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<\\|tool_call_start\\|>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<\\|tool_call_start\\|>/ & ~/(?s:.*)<\\|tool_call_start\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*\\]<\\|tool_call_end\\|>(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tool_call_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         "ARG_STRING: /'(?s:.*)'/ & ~/'(?s:.*)'(?s:.+)/\n"
         'ARG_STRING_ALSO: /"(?:[^"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*"/\n'
         "PY_STRING: /\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*'/\n"
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "PY_WORD: /true|false|null|True|False|None/\n"
-        "PY_KEY: /(?:\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*')\\s*:\\s*/\n"
+        "PY_KEY: /(?:\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*')[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         "py_value: py_object | py_array | PY_STRING | NUMBER | PY_WORD\n"
         "py_member: PY_KEY py_value\n"
-        "py_object: /\\{\\s*/ (py_member (/\\s*,\\s*/ py_member)*)? /\\s*\\}/\n"
-        "py_array: /\\[\\s*/ (py_value (/\\s*,\\s*/ py_value)*)? /\\s*\\]/\n"
+        "py_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (py_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ py_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "py_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (py_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ py_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
         "ARG_WORD: /[^\\x{0}- \"'-\\),;\\[\\]\\{\\}\\x{7f}]+/\n"
         "arg_value: (ARG_STRING | ARG_STRING_ALSO) | py_value | ARG_WORD\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*\\(/ %%ARGS%% /\\s*\\)/\n",
-    "lead-full": "\\s*<\\|tool_call_start\\|>\\s*\\[",
-    "lead-rest": "\\s*\\[",
-    "lead-next": "\\s*,\\s*",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\(/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\)/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call_start\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "arguments": "units",
     "key": "[^\\x{0}- \\),=\\x{7f}]+",
-    "separator": "/\\s*,\\s*/",
+    "separator": "/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/",
     "true": "true|True",
     "false": "false|False",
     "null": "null|None",
     "enum-refuse": "'",
     "enum": "'%%TEXT%%'",
     "enum-also": '"',
-    "unit-text": "%%RULE%%: /\\s*%%KEY%%\\s*=/ arg_value\n",
-    "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*=/ (ARG_STRING | ARG_STRING_ALSO)\n",
-    "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*=(?:%%VALUE%%)/\n",
+    "unit-text": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=/ arg_value\n",
+    "unit-string": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=/ (ARG_STRING | ARG_STRING_ALSO)\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=(?:%%VALUE%%)/\n",
     "name": "[^\\x{0}- \\(\\x{7f}]+",
 }
 

@@ -176,7 +176,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function="\n'
@@ -200,10 +200,10 @@ GBNF = (
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -234,15 +234,15 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -321,12 +321,12 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<function=(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<function=/ & ~/(?s:.*)<function=(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>|<\\|eom_id\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>|<\\|eom_id\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -335,10 +335,10 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*>\\s*/ %%ARGS%% /\\s*<\\/function>/\n",
-    "lead-full": "\\s*<function=",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/function>/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function=",
     "lead-rest": "",
-    "lead-next": "\\s*<function=",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function=",
     "arguments": "json",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }

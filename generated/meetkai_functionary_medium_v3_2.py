@@ -68,11 +68,11 @@ STOP: list[str] = [
 TRIGGERS: list[dict] = [
     {
         "type": 3,
-        "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+        "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[\\s\\S]*)",
     },
     {
         "type": 3,
-        "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t\\n\\r]*[\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+        "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[\\-\\.0-:A-Z_a-z]+\\n[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[\\s\\S]*)",
     },
 ]
 PRESERVED_TOKENS: list[str] = ["all", "<|eot_id|>"]
@@ -186,11 +186,11 @@ SPEC = {
         "triggers": [
             {
                 "type": "pattern_full",
-                "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+                "value": "[ \\t\\n\\r]*([\\-\\.0-:A-Z_a-z]+\\n[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[\\s\\S]*)",
             },
             {
                 "type": "pattern_full",
-                "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t\\n\\r]*[\\-\\.0-:A-Z_a-z]+\\n[ \\t\\n\\r]*\\{[\\s\\S]*)",
+                "value": "[ \\t\\n\\r]*all[\\s\\S]*?>>>([ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[\\-\\.0-:A-Z_a-z]+\\n[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[\\s\\S]*)",
             },
         ],
         "preserved_tokens": ["all", "<|eot_id|>"],
@@ -215,7 +215,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( ">" ( ">" )? )?\n'
     'content-trig ::= content-body-0-0* ">>>"\n'
@@ -226,10 +226,10 @@ GBNF = (
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -259,15 +259,15 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-full\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>tool<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -343,12 +343,12 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
-        "CONTENT_OPEN: /\\s*all(?s:.*)/ & ~/\\s*all(?s:.*)>>>(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*all(?s:.*)>>>/ & ~/\\s*all(?s:.*)>>>(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}all(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}all(?s:.*)>>>(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}all(?s:.*)>>>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}all(?s:.*)>>>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>tool<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -357,10 +357,10 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*\\s*/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%%\n",
     "lead-full": "",
     "lead-rest": "",
-    "lead-next": "\\s*>>>",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>>>",
     "arguments": "json",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }

@@ -66,7 +66,10 @@ STOP: list[str] = [
     "<|start_header_id|>system<|end_header_id|>",
 ]
 TRIGGERS: list[dict] = [
-    {"type": 3, "value": '[ \\t\\n\\r]*(\\{[ \\t\\n\\r]*"name"[ \\t\\n\\r]*:[\\s\\S]*)'}
+    {
+        "type": 3,
+        "value": '[ \\t\\n\\r]*(\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[\\s\\S]*)',
+    }
 ]
 PRESERVED_TOKENS: list[str] = ["<|eot_id|>"]
 TOKEN_IDS: dict[str, int] = {}
@@ -167,7 +170,7 @@ SPEC = {
         "triggers": [
             {
                 "type": "pattern_full",
-                "value": '[ \\t\\n\\r]*(\\{[ \\t\\n\\r]*"name"[ \\t\\n\\r]*:[\\s\\S]*)',
+                "value": '[ \\t\\n\\r]*(\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[\\s\\S]*)',
             }
         ],
         "preserved_tokens": ["<|eot_id|>"],
@@ -211,16 +214,16 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     "any ::= [^\\x00]*\n"
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'content-body ::= [\\t\\n\\r ]* ( [^\\t\\n\\r {] any | "{" [\\t\\n\\r ]* ( [^\\t\\n\\r \\"] any | "\\"" ( [^n] any | "n" ( [^a] any | "a" ( [^m] any | "m" ( [^e] any | "e" ( [^\\"] any | "\\"" [\\t\\n\\r ]* ( [^\\t\\n\\r :] any )? )? )? )? )? )? )? )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -257,14 +260,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-full\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot_id|>" | "<|start_header_id|>user<|end_header_id|>" | "<|start_header_id|>ipython<|end_header_id|>" | "<|start_header_id|>system<|end_header_id|>" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -352,18 +355,18 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         'CONTENT: /(?s:.*)/ & ~/\\s*\\{\\s*"name"\\s*:(?s:.*)/\n'
         "calls_full: call_full calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot_id\\|>|<\\|start_header_id\\|>user<\\|end_header_id\\|>|<\\|start_header_id\\|>ipython<\\|end_header_id\\|>|<\\|start_header_id\\|>system<\\|end_header_id\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
+        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
         "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
         "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -373,14 +376,14 @@ _LARK = {
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": (
-        "call_%%I%%_o_11: /\\s*\\}/\n"
-        'call_%%I%%_o_10: /\\s*,\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_11\n'
-        'call_%%I%%_o_01: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_11\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%\\s*\\{\\s*"parameters"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_01\n'
+        "call_%%I%%_o_11: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
+        'call_%%I%%_o_10: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_11\n'
+        'call_%%I%%_o_01: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_11\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_01\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
     "lead-full": "",
-    "lead-next": "\\s*;\\s*",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32};[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",
     "arguments": "json",
 }

@@ -171,7 +171,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls>"\n'
@@ -198,10 +198,10 @@ GBNF = (
     'content-body-10-1 ::= [<] | "s" [<]\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -220,12 +220,10 @@ GBNF = (
     'call-first-arguments ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
-    "call-next-part ::= ws\n"
-    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
     'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    "calls-rest-part ::= ws\n"
-    "calls-rest ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part calls-more\n"
+    "calls-rest ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
 )
 
@@ -238,14 +236,14 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ws )?\n'
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -264,14 +262,12 @@ GBNF_TOOLS = (
     'call-first-arguments ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
-    "call-next-part ::= ws\n"
-    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
+    "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
     'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
-    "calls-root-part ::= ws\n"
-    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-root-part calls-more\n"
+    "calls-root ::= ( call-first-name-2 call-10 | call-first-arguments-2 tool-arguments call-01 ) calls-more\n"
 )
 
 # The rules of the grammars for other tool_choice and parallel_tool_calls settings
@@ -279,13 +275,13 @@ GBNF_TOOLS = (
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
         "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
-        "calls-rest-part": "ws calls-more",
+        "calls-rest-part": "calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
         "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
-        "calls-rest-part": "ws calls-more",
+        "calls-rest-part": "calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
@@ -294,7 +290,7 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
         "call-first-name": '"<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws',
-        "calls-root-part": "ws calls-more",
+        "calls-root-part": "calls-more",
         "calls-root": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-root-part",
     },
 }
@@ -331,20 +327,20 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/tool_calls>(?:\\s*(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
+        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
         "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
         "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
+        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -354,13 +350,13 @@ _LARK = {
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
     "call": (
-        "call_%%I%%_o_11: /\\s*\\}/\n"
-        'call_%%I%%_o_10: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_11\n'
-        'call_%%I%%_o_01: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_11\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%\\s*\\{\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_01\n'
-        "call_%%I%%: call_%%I%%_o /\\s*/\n"
+        "call_%%I%%_o_11: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
+        'call_%%I%%_o_10: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_11\n'
+        'call_%%I%%_o_01: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_11\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_10 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"arguments"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_01\n'
+        "call_%%I%%: call_%%I%%_o /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
-    "lead-full": "\\s*<tool_calls>",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_calls>",
     "lead-rest": "",
     "lead-next": "",
     "name": "[^\\x{0}- \"'\\\\\\x{7f}]+",

@@ -99,11 +99,11 @@ ARG_KEY_END: str = '">'
 ARG_VALUE_SUFFIX: str = "</parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
-TOOL_UNIT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+TOOL_UNIT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</parameter>"'
-TOOL_UNIT_EXACT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+TOOL_UNIT_EXACT: str = 'ws "<parameter name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_VALUE_CLOSE_EXACT: str = '"</parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
@@ -208,7 +208,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[e~[" ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "m" ( "i" ( "n" ( "i" ( "m" ( "a" ( "x" ( ":" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "minimax:tool_ca" content-trig-from-16\n'
@@ -273,14 +273,14 @@ GBNF = (
     'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-10-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
-    'arguments-close ::= ws "</invoke>" ws\n'
+    'argument ::= ws "<parameter name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'arguments-close ::= ws "</invoke>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-rest-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -311,7 +311,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[e~[" ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -337,14 +337,14 @@ GBNF_TOOLS = (
     'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-10-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
-    'arguments-close ::= ws "</invoke>" ws\n'
+    'argument ::= ws "<parameter name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
+    'arguments-close ::= ws "</invoke>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "<minimax:tool_call>" ws "<invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-root-part ::= "<minimax:tool_call>" ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -445,60 +445,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:\\[e\\~\\[\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[e\\~\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<minimax:tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<minimax:tool_call>/ & ~/(?s:.*)<minimax:tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/minimax:tool_call>(?:\\s*\\[e\\~\\[)*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/minimax:tool_call>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[e\\~\\[)*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*">\\s*/ %%ARGS%% /\\s*<\\/invoke>\\s*/\n',
-    "lead-full": '\\s*<minimax:tool_call>\\s*<invoke name="',
-    "lead-rest": '\\s*<invoke name="',
-    "lead-next": '\\s*<invoke name="',
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/invoke>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n',
+    "lead-full": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<minimax:tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
+    "lead-rest": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
+    "lead-next": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n',
-    "unit-enum": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/parameter>/\n',
+    "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/parameter>/\n',
+    "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/parameter>/\n',
+    "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/parameter>/\n',
+    "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?:%%VALUE%%)<\\/parameter>/\n',
+    "unit-json": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

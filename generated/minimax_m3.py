@@ -224,7 +224,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[e~[" ws )?\n'
     'content-body ::= content-body-0-0* ( "]" content-body-1-1* ( "<" content-body-2-2* ( "]" ( "m" ( "i" ( "n" ( "i" ( "m" ( "a" ( "x" ( "[" ( ">" ( "[" ( "<" ( "t" ( "o" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "]" content-body-1-1* "<" content-body-2-2* "]minimax[>[<to" content-trig-from-16\n'
@@ -380,7 +380,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[e~[" ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     "argument-key ::= [^\\x00- />\\x5B\\x7F] [^\\x00- >\\x5B\\x7F]*\n"
@@ -521,59 +521,59 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<mm:think>(?s:.*)/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:\\[e\\~\\[\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[e\\~\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\]<\\]minimax\\[>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\]<\\]minimax\\[>/ & ~/(?s:.*)\\]<\\]minimax\\[>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:\\[e\\~\\[|<\\/tool_call>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[e\\~\\[|<\\/tool_call>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<mm:think>(?s:.*)<\\/mm:think>/ & ~/\\s*<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*">\\]<\\]minimax\\[>/ %%ARGS%% /\\s*\\[<\\/invoke>\\s*\\]<\\]minimax\\[>\\s*\\[/\n',
-    "lead-full": '\\s*\\]<\\]minimax\\[>\\s*\\[<tool_call>\\s*\\]<\\]minimax\\[>\\s*\\[\\s*<invoke name="',
-    "lead-rest": '\\s*\\[<tool_call>\\s*\\]<\\]minimax\\[>\\s*\\[\\s*<invoke name="',
-    "lead-next": '\\s*<invoke name="',
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">\\]<\\]minimax\\[>/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<\\/invoke>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\]minimax\\[>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[/\n',
+    "lead-full": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\]minimax\\[>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\]minimax\\[>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
+    "lead-rest": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\]minimax\\[>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
+    "lead-next": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<invoke name="',
     "arguments": "units",
     "key": "[^\\x{0}- >\\[\\x{7f}]+",
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
-    "unit-string": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
-    "unit-scalar": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
-    "unit-enum": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>(?:%%VALUE%%)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-text": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-string": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-enum": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[<[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>(?:%%VALUE%%)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -169,7 +169,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[INST]" ws )?\n'
     'content-body ::= content-body-0-0* ( "[" content-body-1-1* ( "T" ( "O" ( "O" ( "L" ( "_" ( "C" ( "A" ( "L" ( "L" ( "S" )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "[" content-body-1-1* "TOOL_CALLS]"\n'
@@ -198,10 +198,10 @@ GBNF = (
     "call-id ::= [^\\x00- \\x5B\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -230,16 +230,16 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[INST]" ws )?\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
     "call-id ::= [^\\x00- \\x5B\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -347,12 +347,12 @@ _LARK = {
     "start-default": "start: reply\n",
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:\\[INST\\]\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[INST\\][ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*\\[INST\\])*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[INST\\])*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -361,10 +361,10 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\[CALL_ID\\]\\s*[\\-\\.0-:A-Z_a-z]+(?:\\[ARGS\\]|)|\\[ARGS\\]|)\\s*/ %%ARGS%%\n",
-    "lead-full": "\\s*\\[TOOL_CALLS\\]",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%(?:\\[CALL_ID\\][ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[\\-\\.0-:A-Z_a-z]+(?:\\[ARGS\\]|)|\\[ARGS\\]|)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%%\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_CALLS\\]",
     "lead-rest": "",
-    "lead-next": "\\s*\\[TOOL_CALLS\\]",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_CALLS\\]",
     "arguments": "json",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }

@@ -108,13 +108,11 @@ ARG_KEY_END: str = '">'
 ARG_VALUE_SUFFIX: str = "</atem:parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
-TOOL_UNIT: str = 'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
+TOOL_UNIT: str = 'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</atem:parameter>"'
-TOOL_UNIT_EXACT: str = (
-    'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value ws'
-)
+TOOL_UNIT_EXACT: str = 'ws "<atem:parameter name=\\"" ws tool-key ws "\\">" tool-value'
 TOOL_VALUE_CLOSE_EXACT: str = '"</atem:parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
@@ -251,7 +249,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" )? )?\n'
     'content-trig ::= content-body-0-0* "t" content-body-1-1* "o="\n'
@@ -295,16 +293,16 @@ GBNF = (
     'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
     'argument-value-15-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-15-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
+    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
     'arguments-close ::= ws "</atem:invoke>\\n</atem:function_calls>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-rest-part ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
-    'calls-full-part ::= ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-full-part ::= ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-full ::= calls-full-part tool-arguments calls-more\n"
     "reply ::= content-open-body | content-open-trig calls-rest | calls-full | end\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "e" reasoning-body-3-3* ( "o" ( "m" ( "|" ( ">" ( "<" ( "|" ( "s" ( "t" ( "a" ( "r" ( "t" ( "|" ( ">" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
@@ -371,7 +369,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"<\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -408,14 +406,14 @@ GBNF_TOOLS = (
     'argument-value-14-1 ::= [<] | "e" argument-value-15-1\n'
     'argument-value-15-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-15-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed ws\n'
+    'argument ::= ws "<atem:parameter name=\\"" ws argument-key ws "\\">" argument-value-closed\n'
     'arguments-close ::= ws "</atem:invoke>\\n</atem:function_calls>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">" ws\n'
+    'calls-root-part ::= "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -518,60 +516,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*to=self<\\|message\\|>(?s:.*)/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>)\\s*)?/\n"
-        "CONTENT_OPEN: /\\s*to=user<\\|message\\|>(?s:.*)/ & ~/\\s*to=user<\\|message\\|>(?s:.*)to=(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*to=user<\\|message\\|>(?s:.*)to=/ & ~/\\s*to=user<\\|message\\|>(?s:.*)to=(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)to=(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)to=/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)to=(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/\\s*to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*<\\|message\\|>\\s*<atem:function_calls>\\s*<atem:invoke name="\\s*%%NAME%%\\s*">\\s*/ %%ARGS%% /\\s*<\\/atem:invoke>\\s*<\\/atem:function_calls>/\n',
-    "lead-full": "\\s*to=",
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|message\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:function_calls>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:invoke name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/atem:invoke>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/atem:function_calls>/\n',
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=",
     "lead-rest": "",
-    "lead-next": "\\s*<\\|eom\\|><\\|start\\|>assistant\\s*to=",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|eom\\|><\\|start\\|>assistant[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=",
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/atem:parameter>/\n',
-    "unit-enum": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/atem:parameter>/\n',
-    "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/atem:parameter>/\n',
+    "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/atem:parameter>/\n',
+    "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/atem:parameter>/\n',
+    "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/atem:parameter>/\n',
+    "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?:%%VALUE%%)<\\/atem:parameter>/\n',
+    "unit-json": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<atem:parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/atem:parameter>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "<\\x{7f}]+',
 }

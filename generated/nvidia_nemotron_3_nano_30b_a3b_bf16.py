@@ -104,11 +104,11 @@ ARG_KEY_END: str = ">\n"
 ARG_VALUE_SUFFIX: str = "\n</parameter>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
-TOOL_UNIT: str = 'ws "<parameter=" ws tool-key ws ">" ws tool-value ws'
+TOOL_UNIT: str = 'ws "<parameter=" ws tool-key ws ">" ws tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</parameter>"'
-TOOL_UNIT_EXACT: str = 'ws "<parameter=" ws tool-key ws ">" "\\n"? tool-value ws'
+TOOL_UNIT_EXACT: str = 'ws "<parameter=" ws tool-key ws ">" "\\n"? tool-value'
 TOOL_VALUE_CLOSE_EXACT: str = '"\\n"? "</parameter>"'
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
@@ -235,7 +235,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" content-body-2-2* ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "<" ( "f" ( "u" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "t" content-body-2-2* "ool_call>\\n<fun" content-trig-from-16\n'
@@ -306,14 +306,14 @@ GBNF = (
     'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-10-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed ws\n'
-    'arguments-close ::= ws "</function>\\n</tool_call>" ws\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed\n'
+    'arguments-close ::= ws "</function>\\n</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
+    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws tool-name ws ">" ws\n'
+    'calls-rest-part ::= ws tool-name ws ">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -341,7 +341,7 @@ _GRAMMAR_THINKING = GBNF
 # ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" content-body-2-2* ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( ">" ( "\\n" ( "<" ( "f" ( "u" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "t" content-body-2-2* "ool_call>\\n<fun" content-trig-from-16\n'
@@ -412,14 +412,14 @@ _GRAMMAR_NO_THINKING = (
     'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-10-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed ws\n'
-    'arguments-close ::= ws "</function>\\n</tool_call>" ws\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed\n'
+    'arguments-close ::= ws "</function>\\n</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
+    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws tool-name ws ">" ws\n'
+    'calls-rest-part ::= ws tool-name ws ">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -444,7 +444,7 @@ _GRAMMAR_NO_THINKING = (
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     "tool-name ::= [^\\x00- >\\x7F]+\n"
     "argument-key ::= [^\\x00- <>\\x7F]+\n"
@@ -470,14 +470,14 @@ GBNF_TOOLS = (
     'argument-value-9-1 ::= [<] | "e" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<r] | "r" [^<>]\n'
     'argument-value-10-1 ::= [<] | "r" [<]\n'
-    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed ws\n'
-    'arguments-close ::= ws "</function>\\n</tool_call>" ws\n'
+    'argument ::= ws "<parameter=" ws argument-key ws ">" ws argument-value-closed\n'
+    'arguments-close ::= ws "</function>\\n</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
+    'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "<tool_call>\\n<function=" ws tool-name ws ">" ws\n'
+    'calls-root-part ::= "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -585,60 +585,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*>\\s*/ %%ARGS%% /\\s*<\\/function>\\s*<\\/tool_call>\\s*/\n",
-    "lead-full": "\\s*<tool_call>\\s*<function=",
-    "lead-rest": "\\s*<function=",
-    "lead-next": "\\s*<tool_call>\\s*<function=",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/function>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function=",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function=",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function=",
     "arguments": "units",
     "key": "[^\\x{0}- <>\\x{7f}]+",
     "separator": "",
     "true": "true|True",
     "false": "false|False",
     "null": "null|None",
-    "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
-    "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
-    "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
-    "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
-    "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",
+    "unit-text": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter=[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?s:.*)<\\/parameter>/\n",
+    "unit-string": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter=[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?s:.*)<\\/parameter>/\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter=[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/parameter>/\n",
+    "unit-enum": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter=[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
+    "unit-json": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<parameter=[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/parameter>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- >\\x{7f}]+",
 }

@@ -285,7 +285,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "t" content-body-1-1* ( "o" content-body-2-2* ( "=" ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( "s" )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "t" content-body-1-1* "o" content-body-2-2* "=functions."\n'
@@ -317,10 +317,10 @@ GBNF = (
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -406,15 +406,15 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ws )?\n'
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -560,49 +560,49 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions)\\s*)?/\n"
-        "CONTENT_OPEN: /\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)/ & ~/\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\./ & ~/\\s*<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\./ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/\\s*<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%(?:\\s*<\\|channel\\|>\\s*commentary json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary <\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>\\s*commentary<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis json<\\|message\\|>|\\s*<\\|channel\\|>\\s*analysis<\\|constrain\\|>json<\\|message\\|>|\\s*<\\|channel\\|>analysis<\\|message\\|>)\\s*/ %%ARGS%% /(?:(?:\\s*<\\|call\\|>|\\s*<\\|end\\|>))?/\n",
-    "lead-full": "\\s*to=functions\\.",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}commentary json<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}commentary<\\|constrain\\|>json<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}commentary <\\|constrain\\|>json<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}commentary<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}analysis json<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}analysis<\\|constrain\\|>json<\\|message\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /(?:(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|call\\|>|[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|end\\|>))?/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=functions\\.",
     "lead-rest": "",
-    "lead-next": "\\s*to=functions\\.",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=functions\\.",
     "arguments": "json",
     "name": "[^\\x{0}- <\\x{7f}]+",
 }

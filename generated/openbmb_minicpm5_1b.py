@@ -237,7 +237,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-led reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
@@ -358,7 +358,7 @@ GBNF = (
 # ... with thinking on.
 _GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
@@ -439,7 +439,7 @@ _GRAMMAR_THINKING = (
 # ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "f" ( "u" ( "n" ( "c" ( "t" ( "i" ( "o" ( "n" ( " " ( "n" ( "a" ( "m" ( "e" ( "=" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "function name=\\""\n'
@@ -520,7 +520,7 @@ _GRAMMAR_NO_THINKING = (
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>system" ) ws )?\n'
     'tool-name ::= [^\\x00- \\"\\x7F]+\n'
     'argument-key ::= [^\\x00- \\"<\\x7F]+\n'
@@ -665,62 +665,62 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
         'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_LED reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         'CONTENT: /(?s:.*)/ & ~/(?s:.*)<function name="(?s:.*)/\n'
         'CONTENT_TRIG: /(?s:.*)<function name="/ & ~/(?s:.*)<function name="(?s:.+)/\n'
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
         'REASONING_LED: /(?s:.*)<\\/think>/ & ~/(?s:.*)(?:<\\/think>|<function name=")(?s:.+)/\n'
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | REASONING_LED reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": 'call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*">/ %%ARGS%% /\\s*<\\/function>/\n',
-    "lead-full": '\\s*<function name="',
+    "call": 'call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/function>/\n',
+    "lead-full": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function name="',
     "lead-rest": "",
-    "lead-next": '\\s*\\s*<function name="',
+    "lead-next": '[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<function name="',
     "arguments": "units",
     "key": '[^\\x{0}- "<\\x{7f}]+',
     "separator": "",
     "true": "true|True",
     "false": "false|False",
     "null": "null|None",
-    "unit-text": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
-    "unit-string": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
-    "unit-scalar": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/param>/\n',
-    "unit-enum": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/param>/\n',
-    "unit-typed": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*/ %%TYPED%% /\\s*<\\/param>/\n',
+    "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<param name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/param>/\n',
+    "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<param name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?s:.*)<\\/param>/\n',
+    "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<param name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/param>/\n',
+    "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<param name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">(?:%%VALUE%%)<\\/param>/\n',
+    "unit-typed": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<param name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%TYPED%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/param>/\n',
     "enum": "%%TEXT%%",
     "name": '[^\\x{0}- "\\x{7f}]+',
 }

@@ -103,14 +103,12 @@ ARG_KEY_END: str = "</arg_key>\n<arg_value>"
 ARG_VALUE_SUFFIX: str = "</arg_value>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
-TOOL_UNIT: str = (
-    'ws "<arg_key>" ws tool-key ws "</arg_key>\\n<arg_value>" tool-value ws'
-)
+TOOL_UNIT: str = 'ws "<arg_key>" ws tool-key ws "</arg_key>\\n<arg_value>" tool-value'
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</arg_value>"'
 TOOL_UNIT_EXACT: str = (
-    'ws "<arg_key>" ws tool-key ws "</arg_key>\\n<arg_value>" tool-value ws'
+    'ws "<arg_key>" ws tool-key ws "</arg_key>\\n<arg_value>" tool-value'
 )
 TOOL_VALUE_CLOSE_EXACT: str = '"</arg_value>"'
 TOOL_CLOSE: str = "arguments-close"
@@ -230,7 +228,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
@@ -277,14 +275,14 @@ GBNF = (
     'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
     'argument-value-10-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call>" ws\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed\n'
+    'arguments-close ::= ws "</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
+    'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    "calls-rest-part ::= ws tool-name ws\n"
+    "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -309,7 +307,7 @@ GBNF = (
 # ... with thinking on.
 _GRAMMAR_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
@@ -356,14 +354,14 @@ _GRAMMAR_THINKING = (
     'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
     'argument-value-10-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call>" ws\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed\n'
+    'arguments-close ::= ws "</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
+    'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    "calls-rest-part ::= ws tool-name ws\n"
+    "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" )? )? )? )? )? )? )?\n'
@@ -391,7 +389,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
@@ -417,14 +415,14 @@ GBNF_TOOLS = (
     'argument-value-9-1 ::= [<] | "u" argument-value-10-1\n'
     'argument-value-10-0 ::= [^<e] | "e" [^<>]\n'
     'argument-value-10-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call>" ws\n'
+    'argument ::= ws "<arg_key>" ws argument-key ws "</arg_key>\\n<arg_value>" argument-value-closed\n'
+    'arguments-close ::= ws "</tool_call>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call>" ws tool-name ws\n'
+    'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "<tool_call>" ws tool-name ws\n'
+    'calls-root-part ::= "<tool_call>" ws tool-name\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -543,60 +541,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\/assistant>|<user>|<tool_response>|<system>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\/assistant>|<user>|<tool_response>|<system>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\/assistant>|<user>|<tool_response>|<system>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\/assistant>|<user>|<tool_response>|<system>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*/ %%ARGS%% /\\s*<\\/tool_call>\\s*/\n",
-    "lead-full": "\\s*<tool_call>",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_call>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>",
     "lead-rest": "",
-    "lead-next": "\\s*<tool_call>",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>",
     "arguments": "units",
     "key": "[^\\x{0}- <\\x{7f}]+",
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
-    "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
-    "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
-    "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*/ %%JSON%% /\\s*<\\/arg_value>/\n",
+    "unit-text": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?s:.*)<\\/arg_value>/\n",
+    "unit-string": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?s:.*)<\\/arg_value>/\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value>/\n",
+    "unit-enum": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
+    "unit-json": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value>/\n",
     "enum": "%%TEXT%%",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }

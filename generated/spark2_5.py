@@ -232,7 +232,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜start▁of▁sentence｜><|User|>" | "<｜start▁of▁sentence｜><|Tool|><tool_response>" | "<｜start▁of▁sentence｜><|System|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
@@ -314,7 +314,7 @@ _GRAMMAR_THINKING = GBNF
 # ... with thinking off.
 _GRAMMAR_NO_THINKING = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜start▁of▁sentence｜><|User|>" | "<｜start▁of▁sentence｜><|Tool|><tool_response>" | "<｜start▁of▁sentence｜><|System|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_call>"\n'
@@ -393,7 +393,7 @@ _GRAMMAR_NO_THINKING = (
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜end▁of▁sentence｜>" | "<｜start▁of▁sentence｜><|User|>" | "<｜start▁of▁sentence｜><|Tool|><tool_response>" | "<｜start▁of▁sentence｜><|System|>" ) ws )?\n'
     "tool-name ::= [\\x2D.0-:A-Z_a-z]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
@@ -534,60 +534,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think>(?s:.*)/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
-        "REASONING_OPEN: /(?:\\s*<think>)?(?s:.*)/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING_OPEN: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<｜end▁of▁sentence｜>|<｜start▁of▁sentence｜><\\|User\\|>|<｜start▁of▁sentence｜><\\|Tool\\|><tool_response>|<｜start▁of▁sentence｜><\\|System\\|>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<｜end▁of▁sentence｜>|<｜start▁of▁sentence｜><\\|User\\|>|<｜start▁of▁sentence｜><\\|Tool\\|><tool_response>|<｜start▁of▁sentence｜><\\|System\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_call>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<｜end▁of▁sentence｜>|<｜start▁of▁sentence｜><\\|User\\|>|<｜start▁of▁sentence｜><\\|Tool\\|><tool_response>|<｜start▁of▁sentence｜><\\|System\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜start▁of▁sentence｜><\\|User\\|>|<｜start▁of▁sentence｜><\\|Tool\\|><tool_response>|<｜start▁of▁sentence｜><\\|System\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think>(?s:.*)<\\/think>/ & ~/\\s*<think>(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /(?:\\s*<think>)?(?s:.*)<\\/think>/ & ~/(?:\\s*<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
+        "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"
         "start: REASONING reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%/ %%ARGS%% /\\s*<\\/tool_call>/\n",
-    "lead-full": "\\s*<tool_call>",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_call>/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>",
     "lead-rest": "",
-    "lead-next": "\\s*<tool_call>",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call>",
     "arguments": "units",
     "key": "[^\\x{0}- <\\x{7f}]+",
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
-    "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
-    "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
-    "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*/ %%JSON%% /\\s*<\\/arg_value>/\n",
+    "unit-text": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?s:.*)<\\/arg_value>/\n",
+    "unit-string": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?s:.*)<\\/arg_value>/\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value>/\n",
+    "unit-enum": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
+    "unit-json": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value>/\n",
     "enum": "%%TEXT%%",
     "name": "[\\-\\.0-:A-Z_a-z]+",
 }

@@ -104,13 +104,13 @@ ARG_VALUE_SUFFIX: str = "</arg_value:opensource>\n"
 SUFFIXED_VALUES: bool = True
 TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = (
-    'ws "<arg_key:opensource>" ws tool-key ws "</arg_key:opensource>\\n<arg_value:opensource>" tool-value ws'
+    'ws "<arg_key:opensource>" ws tool-key ws "</arg_key:opensource>\\n<arg_value:opensource>" tool-value'
 )
 TOOL_RAW_VALUE: str = "argument-value-closed"
 TOOL_ANY_VALUE: str = "argument-value-closed"
 TOOL_VALUE_CLOSE: str = 'ws "</arg_value:opensource>"'
 TOOL_UNIT_EXACT: str = (
-    'ws "<arg_key:opensource>" ws tool-key ws "</arg_key:opensource>\\n<arg_value:opensource>" tool-value ws'
+    'ws "<arg_key:opensource>" ws tool-key ws "</arg_key:opensource>\\n<arg_value:opensource>" tool-value'
 )
 TOOL_VALUE_CLOSE_EXACT: str = '"</arg_value:opensource>"'
 TOOL_CLOSE: str = "arguments-close"
@@ -240,7 +240,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( ":" ( "o" ( "p" ( "e" ( "n" content-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "tool_calls:open" content-trig-from-16\n'
@@ -336,14 +336,14 @@ GBNF = (
     'argument-value-20-1 ::= [<] | "c" argument-value-21-1\n'
     'argument-value-21-0 ::= [^<e] | "e" [^<>]\n'
     'argument-value-21-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key:opensource>" ws argument-key ws "</arg_key:opensource>\\n<arg_value:opensource>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call:opensource>" ws\n'
+    'argument ::= ws "<arg_key:opensource>" ws argument-key ws "</arg_key:opensource>\\n<arg_value:opensource>" argument-value-closed\n'
+    'arguments-close ::= ws "</tool_call:opensource>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
+    'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-rest-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
+    'calls-rest-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "/" ( "t" ( "h" ( "i" ( "n" ( "k" ( ":" ( "o" ( "p" ( "e" ( "n" ( "s" ( "o" ( "u" ( "r" reasoning-body-from-16 )? )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
@@ -398,7 +398,7 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" ) ws )?\n'
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     "argument-key ::= [^\\x00- <\\x7F]+\n"
@@ -447,14 +447,14 @@ GBNF_TOOLS = (
     'argument-value-20-1 ::= [<] | "c" argument-value-21-1\n'
     'argument-value-21-0 ::= [^<e] | "e" [^<>]\n'
     'argument-value-21-1 ::= [<] | "e" [<]\n'
-    'argument ::= ws "<arg_key:opensource>" ws argument-key ws "</arg_key:opensource>\\n<arg_value:opensource>" argument-value-closed ws\n'
-    'arguments-close ::= ws "</tool_call:opensource>" ws\n'
+    'argument ::= ws "<arg_key:opensource>" ws argument-key ws "</arg_key:opensource>\\n<arg_value:opensource>" argument-value-closed\n'
+    'arguments-close ::= ws "</tool_call:opensource>"\n'
     "tool-arguments ::= argument* arguments-close\n"
-    'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
+    'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "call-next ::= call-next-part tool-arguments\n"
     'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
     "calls-more ::= call-next* calls-more-part\n"
-    'calls-root-part ::= "<tool_calls:opensource>" ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>" ws\n'
+    'calls-root-part ::= "<tool_calls:opensource>" ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
 )
 
@@ -555,60 +555,60 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think:opensource>(?s:.*)/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think:opensource>(?s:.*)/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<think:opensource>(?s:.*)/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT\n",
     "rules": (
-        "END: /\\s*(?:(?:<｜hy_User:opensource｜>|<tool_responses:opensource>)\\s*)?/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<｜hy_User:opensource｜>|<tool_responses:opensource>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
         "CONTENT: /(?s:.*)/ & ~/(?s:.*)<tool_calls:opensource>(?s:.*)/\n"
         "CONTENT_TRIG: /(?s:.*)<tool_calls:opensource>/ & ~/(?s:.*)<tool_calls:opensource>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /\\s*<\\/tool_calls:opensource>(?:\\s*(?:<｜hy_User:opensource｜>|<tool_responses:opensource>|<｜hy_eos:opensource｜>))*\\s*/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls:opensource>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜hy_User:opensource｜>|<tool_responses:opensource>|<｜hy_eos:opensource｜>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/\\s*<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT | CONTENT_TRIG calls_rest\n",
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*%%NAME%%\\s*<tool_sep:opensource>\\s*/ %%ARGS%% /\\s*<\\/tool_call:opensource>\\s*/\n",
-    "lead-full": "\\s*<tool_calls:opensource>\\s*<tool_call:opensource>",
-    "lead-rest": "\\s*<tool_call:opensource>",
-    "lead-next": "\\s*<tool_call:opensource>",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_sep:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_call:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_calls:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call:opensource>",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call:opensource>",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<tool_call:opensource>",
     "arguments": "units",
     "key": "[^\\x{0}- <\\x{7f}]+",
     "separator": "",
     "true": "true",
     "false": "false",
     "null": "null",
-    "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
-    "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
-    "unit-scalar": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*(?:%%VALUE%%)\\s*<\\/arg_value:opensource>/\n",
-    "unit-enum": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?:%%VALUE%%)<\\/arg_value:opensource>/\n",
-    "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
+    "unit-text": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
+    "unit-string": "%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
+    "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value:opensource>/\n",
+    "unit-enum": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value:opensource>(?:%%VALUE%%)<\\/arg_value:opensource>/\n",
+    "unit-json": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_key:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<arg_value:opensource>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/arg_value:opensource>/\n",
     "enum": "%%TEXT%%",
     "name": "[^\\x{0}- <\\x{7f}]+",
 }

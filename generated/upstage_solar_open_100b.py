@@ -198,7 +198,7 @@ SPEC = {
 # template's default; also the .gbnf file).
 GBNF = (
     "root ::= reasoning-open-closed reply | reasoning-open-body | reply\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|end|>" | "<|begin|>user<|content|>" ) ws )?\n'
     'content-body ::= content-body-0-0* ( "<" content-body-1-1* ( "|" ( "t" ( "o" ( "o" ( "l" ( "_" ( "c" ( "a" ( "l" ( "l" ( "s" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'content-trig ::= content-body-0-0* "<" content-body-1-1* "|tool_calls|>"\n'
@@ -233,10 +233,10 @@ GBNF = (
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -322,16 +322,16 @@ _GRAMMAR_NO_THINKING = GBNF
 # The grammar of the tool calls, from where TRIGGERS fire on.
 GBNF_TOOLS = (
     "root ::= calls-root\n"
-    "ws ::= [ \\t\\n\\r]*\n"
+    'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|end|>" | "<|begin|>user<|content|>" ) ws )?\n'
     "call-id ::= [^\\x00- <\\x7F]+\n"
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
-    "json-members ::= ( json-member ( json-comma json-member )* )? json-close\n"
+    'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
     "json-member ::= json-key json-value\n"
     'json-key ::= json-string ws ":" ws\n'
-    "json-array ::= json-list-open ( json-value ( json-comma json-value )* )? json-list-close\n"
+    'json-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\n'
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -436,49 +436,49 @@ _STRUCTURAL_TAG: dict = {
 # The format's Lark rules, which lark_grammar() completes with the tools.
 _LARK = {
     "start": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-no-thinking": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "start-default": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
-        "REASONING_OPEN: /\\s*<\\|think\\|>(?s:.*)/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.*)/\n"
         "start: REASONING reply | REASONING_OPEN | reply\n"
     ),
     "none": "reply: CONTENT_OPEN | END\n",
     "rules": (
-        "END: /\\s*(?:(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>)\\s*)?/\n"
-        "CONTENT_OPEN: /\\s*<\\|content\\|>(?s:.*)/ & ~/\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.*)/\n"
-        "CONTENT_OPEN_TRIG: /\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>/ & ~/\\s*<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.+)/\n"
+        "END: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32})?/\n"
+        "CONTENT_OPEN: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.*)/\n"
+        "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)<\\|tool_calls\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:\\s*(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>|<\\|calls\\|>))*\\s*/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>|<\\|calls\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-no-thinking": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "start-calls-default": (
-        "REASONING: /\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/\\s*<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
+        "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"
         "start: REASONING reply | reply\n"
     ),
     "auto": "reply: CONTENT_OPEN | CONTENT_OPEN_TRIG calls_rest | calls_full | END\n",
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%\\s*[^\\x{0}- <\\x{7f}]+\\s*<\\|tool_call:name\\|>\\s*%%NAME%%\\s*<\\|tool_call:args\\|>\\s*/ %%ARGS%% /\\s*<\\|tool_call:end\\|>/\n",
-    "lead-full": "\\s*<\\|tool_calls\\|>\\s*<\\|tool_call:begin\\|>",
-    "lead-rest": "\\s*<\\|tool_call:begin\\|>",
-    "lead-next": "\\s*<\\|tool_call:begin\\|>",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[^\\x{0}- <\\x{7f}]+[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:name\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:args\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:end\\|>/\n",
+    "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",
+    "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",
+    "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",
     "arguments": "json",
     "name": "[^\\x{0}- <\\x{7f}]+",
 }

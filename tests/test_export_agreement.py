@@ -240,11 +240,20 @@ FOUND = [
     ),
     (
         "lfm2_5_8b_a1b",
-        '<|tool_call_start|>[\n\nbook_table\n\n(\n\nguests\n\n=1\n\n,\n\nrestaurant\n\n="Ada"'
-        '\n\n,\n\ntime\n\n="19:30"\n\n)\n\n]<|tool_call_end|>',
+        '<|tool_call_start|>[\nbook_table\n(\nguests\n=1\n,\nrestaurant\n="Ada"'
+        '\n,\ntime\n="19:30"\n)\n]<|tool_call_end|>',
         True,
         True,
         "strings in Python's other quote, an enum's too",
+    ),
+    (
+        "lfm2_5_8b_a1b",
+        '<|tool_call_start|>[\n\nbook_table\n\n(\n\nguests\n\n=1\n\n,\n\nrestaurant\n\n="Ada"'
+        '\n\n,\n\ntime\n\n="19:30"\n\n)\n\n]<|tool_call_end|>',
+        False,
+        True,
+        "a blank line between every two lexemes (as the first run wrote it): more whitespace"
+        " than the grammars' bound (one line break), which parse reads all the same",
     ),
 ]
 

@@ -38,6 +38,7 @@ from llguidance.gbnf_to_lark import (  # noqa: E402
 
 from compiler import model  # noqa: E402
 from compiler.codegen import gbnf  # noqa: E402
+from compiler.runtime.schema_gbnf import ws_fits  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 
 GENERATED = os.path.join(rt.ROOT, "generated")
@@ -492,11 +493,18 @@ def _fragments(slug):
     return sorted(parts) + ["a", " ", "\n", "é", "<", "/", "|"]
 
 
+def _beyond_the_bound(text: str) -> bool:
+    """Whether ``text`` holds a run of whitespace the grammars' bound does not take."""
+    return any(not ws_fits(run) for run in re.findall(r"\s+", text))
+
+
 @pytest.mark.parametrize("slug", rt.slugs())
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_grammar_accepts_what_parse_reads_as_well_formed(slug, data):
-    """DESIGN.md: grammar() accepts every output that parse reads as well-formed."""
+    """DESIGN.md: grammar() accepts every output that parse reads as well-formed, its
+    whitespace between lexemes within the grammars' bound (docs/exports.md): one that
+    holds a run of whitespace the bound does not take the grammar may refuse."""
     module = rt.module(slug)
     text = data.draw(
         st.lists(st.sampled_from(_fragments(slug)), max_size=8).map("".join), label="text"
@@ -507,7 +515,7 @@ def test_grammar_accepts_what_parse_reads_as_well_formed(slug, data):
         except ValueError:
             continue
         grammar = grammar_for(slug, thinking, "built")
-        assert accepts(grammar, text, slug), (
+        assert accepts(grammar, text, slug) or _beyond_the_bound(text), (
             f"thinking={thinking}: parse reads {text!r} as well-formed, the grammar rejects "
             "it: " + why_rejected(grammar, text)
         )

@@ -32,6 +32,7 @@ llguidance = pytest.importorskip("llguidance")
 from compiler import model  # noqa: E402
 from compiler.codegen import lark as lark_rules  # noqa: E402
 from compiler.runtime import lark as runtime_lark  # noqa: E402
+from compiler.runtime.schema_gbnf import WS_REGEX  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 from tests.fallback_outputs import fallback_slugs, without_fallback  # noqa: E402
 from tests.test_grammar import EOS, TOKENIZER, GrammarError  # noqa: E402
@@ -118,7 +119,14 @@ def test_schema_text_is_json_and_strict_closes_objects():
     loaded = json.loads(runtime_lark._lark_schema(schema, True))
     assert loaded["additionalProperties"] is False
     assert loaded["properties"]["a"]["additionalProperties"] is False
-    assert loaded["x-guidance"] == {"lenient": True, "json_allow_general_unicode_escapes": True}
+    assert loaded["x-guidance"] == {
+        "lenient": True,
+        "json_allow_general_unicode_escapes": True,
+        "whitespace_pattern": WS_REGEX,
+    }
+    # A caller's own whitespace setting stands.
+    rigid = dict(schema, **{"x-guidance": {"whitespace_flexible": False}})
+    assert "whitespace_pattern" not in json.loads(runtime_lark._lark_schema(rigid, True))["x-guidance"]
     assert "additionalProperties" not in json.loads(runtime_lark._lark_schema(schema, False))
 
 

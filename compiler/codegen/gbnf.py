@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..charclass import NOT_IN_NAMES, WS_CHARS, class_body, name_class
 from ..model import Format, Part, ValueSyntax
-from ..runtime.schema_gbnf import JSON_RULES, PY_RULES
+from ..runtime.schema_gbnf import JSON_RULES, PY_RULES, WS_GBNF, ws_fits
 
 _NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CLASS_EXTRA = {"]": "\\]", "[": "\\x5B", "-": "\\x2D", "^": "\\x5E"}
@@ -52,13 +52,7 @@ def char_class(chars, negated: bool = False) -> str:
 
 
 ANY_CHAR = "[^\\x00]"
-WS = "[ \\t\\n\\r]*"
-# The whitespace the reader skips around a marker is ``str.isspace``'s; where a
-# marker's own edge holds whitespace that ``ws`` does not (U+0085, U+2028, U+2029, …),
-# the grammar writes that edge as ``space``, so that what the template writes is taken.
-SPACE_RULE = "space"
-SPACE = char_class(c for c in map(chr, range(0x3001)) if c.isspace()) + "*"
-_SPACES = ("ws", SPACE_RULE)
+WS = WS_GBNF  # bounded (compiler/runtime/schema_gbnf.py says how)
 # The rule a caller's tool names replace (``with_tool_names``).
 NAME_RULE = "tool-name"
 # Stands for the argument's key in a value suffix that repeats it (the analysis's).
@@ -551,8 +545,10 @@ def _trail(text: str) -> str:
 
 
 def _space(chars: str) -> str:
-    """The rule for whitespace that holds ``chars``."""
-    return "ws" if all(char in WS_CHARS for char in chars) else SPACE_RULE
+    """Whitespace where a literal writes ``chars``: ``ws``, or, where the bound does
+    not take them (more line breaks, or other whitespace than ``ws``'s: U+2028, …),
+    them as written or ``ws``, so that what the template writes is taken."""
+    return "ws" if ws_fits(chars) else f"( {literal(chars)} | ws )"
 
 
 def _marker(text: str, lead: bool = True) -> str:
@@ -577,9 +573,7 @@ def _join(texts: list[str]) -> str:
     for text in texts:
         text = text.strip()
         head, tail = text.split(" ", 1)[0], out.rsplit(" ", 1)[-1]
-        if head in _SPACES and tail in _SPACES:
-            wider = SPACE_RULE if SPACE_RULE in (head, tail) else "ws"
-            out = out[: len(out) - len(tail)] + wider
+        if head == "ws" and tail == "ws":
             text = text[len(head) :].strip()
         out = f"{out} {text}".strip()
     return out
@@ -624,7 +618,6 @@ class _Grammar:
         self.rules: dict[str, str] = {
             "ws": WS,
             "any": f"{ANY_CHAR}*",
-            SPACE_RULE: SPACE,
         }
         # The end of an output: whitespace, possibly an end-of-turn marker.
         stops = [literal(stop) for stop in fmt.stop]
@@ -728,11 +721,14 @@ class _Grammar:
     def closer(self, text: str) -> str:
         """A literal that closes a call or the calls; optional where it starts with an
         end-of-turn marker, which a server stops at (the reader reads a call whose
-        closer the end of the text cut off)."""
+        closer the end of the text cut off). Without the whitespace it ends with:
+        what follows opens with whitespace of its own (the next call, the section's
+        closer, the end) or is text that holds it, one bounded run between the two."""
         core = text.strip()
+        found = _marker(text.rstrip())
         if any(core.startswith(stop) for stop in self.fmt.stop):
-            return f"( {_marker(text)} )?"
-        return _marker(text)
+            return f"( {found} )?"
+        return found
 
     def call_pieces(self) -> list[_Piece]:
         """One call after its start marker (which the caller's lead holds)."""
@@ -742,8 +738,16 @@ class _Grammar:
             closing = self.closer(calls.end)
             return [_Piece(terminal=False, absorb=self.call_object), _Piece(closing)]
         pieces = []
-        for part, options in zip(calls.parts, calls.part_options, strict=True):
+        in_units = calls.arguments is not None and calls.arguments.units
+        for number, (part, options) in enumerate(
+            zip(calls.parts, calls.part_options, strict=True)
+        ):
             hole, after = part.hole, part.after
+            following = calls.parts[number + 1 :][:1]
+            if in_units and following and following[0].hole == "arguments":
+                # Key/value units follow (and the closer, where there are none): each
+                # opens with whitespace of its own, one bounded run after the literal.
+                after = after.rstrip()
             if hole in ("name", "id"):
                 rule = NAME_RULE if hole == "name" else "call-id"
                 rule = self.hole_rule(rule, calls.parts, hole)
@@ -875,7 +879,10 @@ class _Grammar:
             exact_close = [
                 _optional(suffix[: len(suffix) - len(suffix.lstrip())])
             ] + close[1:]
-            unit = self.add("argument", _join([head, value, _trail(suffix)]))
+            # A unit ends at its suffix's text: what follows it (another unit, the
+            # separator, the closer) opens with whitespace of its own, one bounded run
+            # between the two, as in the Lark grammar and the structural tag.
+            unit = self.add("argument", _join([head, value]))
             raw = value
             if before and after is not None:
                 # The value runs to the closer that names its key (elements inside it
@@ -888,22 +895,12 @@ class _Grammar:
                     ]
                 )
             self.hooks.update(
-                TOOL_UNIT=_join(
-                    [
-                        head_of(KEY_HOLE, attribute=unit_attribute),
-                        VALUE_HOLE,
-                        _trail(suffix),
-                    ]
-                ),
+                TOOL_UNIT=_join([head_of(KEY_HOLE, attribute=unit_attribute), VALUE_HOLE]),
                 TOOL_RAW_VALUE=raw,
                 TOOL_ANY_VALUE=raw,
                 TOOL_VALUE_CLOSE=_join(close),
                 TOOL_UNIT_EXACT=_join(
-                    [
-                        head_of(KEY_HOLE, exact=True, attribute=unit_attribute),
-                        VALUE_HOLE,
-                        _trail(suffix),
-                    ]
+                    [head_of(KEY_HOLE, exact=True, attribute=unit_attribute), VALUE_HOLE]
                 ),
                 TOOL_VALUE_CLOSE_EXACT=_join(exact_close),
             )
@@ -978,7 +975,9 @@ class _Grammar:
             ),
         ):
             more = f"( ws {literal(separator.strip())} ws {item} )*"
-            body = f"{literal(opening)} ws ( {item} {more} )? ws {literal(closing)}"
+            # (empty: the closing mark after the opening's whitespace, no more)
+            close = literal(closing)
+            body = f"{literal(opening)} ws ( {item} {more} ws {close} | {close} )"
             self.add(f"own-{kind}", body)
         return ["own-object", "own-array", word]
 

@@ -45,8 +45,11 @@ import string
 from ..charclass import NOT_IN_NAMES, class_body, marker_pieces, name_class
 from ..model import KEY_SLOT, Format, ValueSyntax
 from ..runtime.lark import _lark_regex as rx
+from ..runtime.schema_gbnf import WS_BLANKS, WS_REGEX, ws_fits
 
-WS = r"\s*"
+WS = WS_REGEX  # bounded (compiler/runtime/schema_gbnf.py says how)
+# ... and at least one character of it (whitespace that separates units).
+SOME_WS = f"(?:[ \\t]{{1,{WS_BLANKS}}}\\r?\\n?|\\r\\n?|\\n)[ \\t]{{0,{WS_BLANKS}}}"
 ANY = "(?s:.*)"
 NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
@@ -90,6 +93,22 @@ def _seq(items) -> str:
     if run:
         out.append(f"/{run}/")
     return " ".join(out) or '""'
+
+
+def _space(text: str) -> str:
+    """Whitespace where a literal writes ``text``: bounded, or, where the bound does
+    not take it, also as written (schema_gbnf.ws_fits)."""
+    return WS if ws_fits(text) else f"(?:{rx(text)}|{WS})"
+
+
+def _gaps(literal: str, pieces: list[str]) -> list[str]:
+    """The whitespace the literal writes before each of its pieces."""
+    gaps, at = [], 0
+    for piece in pieces:
+        found = literal.index(piece, at)
+        gaps.append(literal[at:found])
+        at = found + len(piece)
+    return gaps
 
 
 def _any_of(options) -> str:
@@ -184,13 +203,15 @@ class _Lark:
         written as it is); less its first ``skip`` pieces."""
         pieces, trail = self.pieces(text)
         if not pieces:
-            return WS if text and lead else ""
-        body = "".join(WS + rx(piece) for piece in pieces[skip:])
-        if not lead and not skip:
-            body = body[len(WS) :]
+            return _space(text) if text and lead else ""
+        items = list(zip(_gaps(text, pieces), pieces, strict=True))[skip:]
+        body = "".join(
+            (_space(gap) if lead or skip or number else "") + rx(piece)
+            for number, (gap, piece) in enumerate(items)
+        )
         if exact:
             return body + (f"(?:{rx(trail)})?" if trail else "")
-        return body + (WS if trail else "")
+        return body + (_space(trail) if trail else "")
 
     def closer(self, *texts: str) -> str:
         """Literals any of which closes a call or the calls; optional where one starts
@@ -220,10 +241,11 @@ class _Lark:
         comma = f"/{WS},{WS}/"
         self.add(f"{prefix}_member", f"{prefix.upper()}_KEY {value}")
         member = f"{prefix}_member"
+        # (empty: the closing mark after the opening's whitespace, no more)
         self.add(f"{prefix}_object",
-                 f"/\\{{{WS}/ ({member} ({comma} {member})*)? /{WS}\\}}/")  # fmt: skip
+                 f"/\\{{{WS}/ ({member} ({comma} {member})* /{WS}\\}}/ | /\\}}/)")  # fmt: skip
         self.add(f"{prefix}_array",
-                 f"/\\[{WS}/ ({value} ({comma} {value})*)? /{WS}\\]/")  # fmt: skip
+                 f"/\\[{WS}/ ({value} ({comma} {value})* /{WS}\\]/ | /\\]/)")  # fmt: skip
         return value
 
     def own_values(self, syntax: ValueSyntax, string_rule: str) -> list[str]:
@@ -247,8 +269,8 @@ class _Lark:
             ("array", syntax.array_open, syntax.array_close, syntax.item_separator, "own_value"),
         ):  # fmt: skip
             comma = f"/{WS}{rx(separator.strip())}{WS}/"
-            self.add(f"own_{kind}", f"/{rx(opening)}{WS}/ ({item} ({comma} {item})*)?"
-                     f" /{WS}{rx(closing)}/")  # fmt: skip
+            self.add(f"own_{kind}", f"/{rx(opening)}{WS}/ ({item} ({comma} {item})*"
+                     f" /{WS}{rx(closing)}/ | /{rx(closing)}/)")  # fmt: skip
         return [string_rule, "own_object", "own_array", word]
 
     # calls
@@ -410,7 +432,7 @@ class _Lark:
         if separator.strip():
             self.out["separator"] = f"/{self.marker(separator)}/"
         else:
-            self.out["separator"] = r"/\s+/" if separator else ""
+            self.out["separator"] = f"/{SOME_WS}/" if separator else ""
         literal = self.calls.literal
         if arguments.syntax is not None:
             own = arguments.syntax
@@ -641,11 +663,12 @@ class _Lark:
 
 
 def _shape(shape: list) -> str:
-    """A ``triggers`` shape as a regular expression."""
+    """A ``triggers`` shape as a regular expression (for what content does not start
+    with: any whitespace, as the GBNF's content)."""
     out = []
     for segment in shape:
         if segment[0] == "ws":
-            out.append(WS)
+            out.append(r"\s*")
         elif segment[0] == "text":
             out.append(rx(segment[1]))
         elif segment[0] == "class":

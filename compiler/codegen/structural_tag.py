@@ -310,16 +310,18 @@ def _own_grammar(string_open: str, string_close: str, syntax) -> str:
         "value ::= string | object | array | word",
         f"string ::= {literal(string_open)} string-closed",
         f"word ::= {word}+",
-        "ws ::= [ \\t\\n\\r]*",
+        f"ws ::= {gbnf.WS}",
         (
             f"member ::= {literal(syntax.key_prefix)} {key}+ ws {literal(syntax.key_end)} ws value"
             if syntax.key_prefix
             else f"member ::= {key}+ ws {literal(syntax.key_end)} ws value"
         ),
         f"object ::= {literal(syntax.object_open)} ws ( member ( ws"
-        f" {literal(syntax.member_separator)} ws member )* )? ws {literal(syntax.object_close)}",
+        f" {literal(syntax.member_separator)} ws member )* ws {literal(syntax.object_close)}"
+        f" | {literal(syntax.object_close)} )",
         f"array ::= {literal(syntax.array_open)} ws ( value ( ws"
-        f" {literal(syntax.item_separator)} ws value )* )? ws {literal(syntax.array_close)}",
+        f" {literal(syntax.item_separator)} ws value )* ws {literal(syntax.array_close)}"
+        f" | {literal(syntax.array_close)} )",
         *text,
     ]
     return "\n".join(lines) + "\n"

@@ -27,6 +27,7 @@ from .format import (
 from .grammar import _require, _terminal
 from .schema_gbnf import (
     _GBNF_TOKEN,
+    WS_REGEX,
     _Arguments,
     _integer_pattern,
     _integer_range,
@@ -393,13 +394,16 @@ def _lark_schema(schema, strict):
     """A JSON schema as the text after ``%json``: keywords llguidance does not know
     ignored rather than refused; a string's ``\\u`` escape of any character taken
     (llguidance takes only control characters' by default, and templates that write
-    ASCII JSON, as tojson may, escape every other one); with ``strict`` (OpenAI's), no
-    member an object's ``properties`` do not name."""
+    ASCII JSON, as tojson may, escape every other one); whitespace bounded as the
+    GBNF's (schema_gbnf.WS_REGEX); with ``strict`` (OpenAI's), no member an object's
+    ``properties`` do not name."""
     schema = _lark_strict(schema) if strict else dict(schema)
     options = schema.get("x-guidance")
     schema["x-guidance"] = dict(options) if isinstance(options, dict) else {}
     schema["x-guidance"].setdefault("lenient", True)
     schema["x-guidance"].setdefault("json_allow_general_unicode_escapes", True)
+    if "whitespace_flexible" not in schema["x-guidance"]:
+        schema["x-guidance"].setdefault("whitespace_pattern", WS_REGEX)
     return json.dumps(schema, ensure_ascii=True, separators=(",", ":"))
 
 

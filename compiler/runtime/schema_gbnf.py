@@ -61,18 +61,41 @@ from .format import (
 )
 from .values import _DEEPEST_SCHEMA, _pointed, _schema_choices, _schema_kinds
 
+# Whitespace between lexemes (around markers, keys and values, where the reader skips
+# any), bounded so that a model held to a grammar cannot write it without end (the
+# live run's 135M model, held to an unbounded run, wrote line breaks until its token
+# cap, issue 33): at most one line break ("\r\n", "\n" or "\r"), with at most
+# WS_BLANKS spaces or tabs before it and after it (one line's end, the next one's
+# indentation: eight levels of four). The one bound every export spells in its own
+# syntax: the GBNF's ``ws``, the Lark's, the structural tag's, the triggers' inside
+# their group; xgrammar's JSON reader counts whitespace characters in a row
+# (WS_LONGEST). Where a marker's own whitespace goes beyond it (Gigachat's
+# "<|message_sep|>\n\nfunction call"), the exports take that whitespace as written
+# too (``ws_fits`` tells which).
+WS_BLANKS = 32
+WS_GBNF = '[ \\t]{0,%d} "\\r"? "\\n"? [ \\t]{0,%d}' % (WS_BLANKS, WS_BLANKS)
+WS_REGEX = "[ \\t]{0,%d}\\r?\\n?[ \\t]{0,%d}" % (WS_BLANKS, WS_BLANKS)
+WS_LONGEST = 2 * WS_BLANKS + 2
+
+
+def ws_fits(text):
+    """Whether the bounded whitespace takes ``text``."""
+    return re.fullmatch(WS_REGEX, text) is not None
+
+
 # The rules of JSON values (compiler/codegen/gbnf.py writes the same ones): each
-# mark that a lexeme may start or end with carries the whitespace around it.
+# mark that a lexeme may start or end with carries the whitespace around it, but the
+# closing mark of an empty object or array, which follows the opening's.
 JSON_RULES = {
-    "ws": "[ \\t\\n\\r]*",
+    "ws": WS_GBNF,
     "json-value": "json-object | json-array | json-string | json-number"
     ' | "true" | "false" | "null"',
     "json-object": "json-open json-members",
-    "json-members": "( json-member ( json-comma json-member )* )? json-close",
+    "json-members": 'json-member ( json-comma json-member )* json-close | "}"',
     "json-member": "json-key json-value",
     "json-key": 'json-string ws ":" ws',
-    "json-array": "json-list-open ( json-value ( json-comma json-value )* )?"
-    " json-list-close",
+    "json-array": "json-list-open ( json-value ( json-comma json-value )*"
+    ' json-list-close | "]" )',
     "json-open": '"{" ws',
     "json-close": 'ws "}"',
     "json-list-open": '"[" ws',
@@ -89,10 +112,11 @@ PY_RULES = {
     "py-value": 'py-object | py-array | py-string | json-number | "true" | "false"'
     ' | "null" | "True" | "False" | "None"',
     "py-object": "json-open py-members",
-    "py-members": "( py-member ( json-comma py-member )* )? json-close",
+    "py-members": 'py-member ( json-comma py-member )* json-close | "}"',
     "py-member": "py-key py-value",
     "py-key": 'py-string ws ":" ws',
-    "py-array": "json-list-open ( py-value ( json-comma py-value )* )? json-list-close",
+    "py-array": "json-list-open ( py-value ( json-comma py-value )* json-list-close"
+    ' | "]" )',
     "py-string": '"\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\""'
     ' | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"',
 }
@@ -432,7 +456,7 @@ class _Arguments:
             written = self._other_key(list(properties))
             member = f"{written}{self.gap}{value}"
             extra = (member, f"json-comma {member}")
-        return self._ordered(entries, required, extra, "json-close")
+        return self._ordered(entries, required, extra, "json-close", '"}"')
 
     def _key(self, key):
         """A member's key and its colon."""
@@ -481,7 +505,7 @@ class _Arguments:
             extra = self._unit(value, word, other)
         return self._ordered(entries, required, extra, TOOL_CLOSE)
 
-    def _ordered(self, entries, required, extra, close):
+    def _ordered(self, entries, required, extra, close, empty=None):
         """The members (key → (first written, written after another)) in the order
         the schema lists them, or (``sort``) sorted by key, as templates that sort
         them (``dictsort``) write them; then ``extra`` ones and ``close``
@@ -490,7 +514,7 @@ class _Arguments:
         ``_for_tools`` offers the schema's and the sorted one (``_sorted_keys``)."""
         order = sorted(entries, key=str.lower) if self.sort else list(entries)
         return self._chain(
-            [(*entries[key], key in required) for key in order], extra, close
+            [(*entries[key], key in required) for key in order], extra, close, empty
         )
 
     def _attribute(self, schema):
@@ -521,9 +545,10 @@ class _Arguments:
         first = self._rule(_renamed(head, names).strip())
         later = first
         if TOOL_UNIT_SEPARATOR:
-            later = self._rule(
-                _seq([TOOL_UNIT_SEPARATOR, _renamed(head, names).strip()])
-            )
+            written = _renamed(head, names).strip()
+            if TOOL_UNIT_SEPARATOR.endswith(" ws") and written.startswith("ws "):
+                written = written[3:]  # one bounded run between separator and key
+            later = self._rule(_seq([TOOL_UNIT_SEPARATOR, written]))
         after = _seq([close.strip(), _renamed(tail, names).strip()])
         if not after.replace("ws", "").strip():
             after = ""  # what follows starts with whitespace of its own
@@ -564,16 +589,19 @@ class _Arguments:
             return _either([TOOL_RAW_VALUE, value]), "", False
         return value, "", False
 
-    def _chain(self, entries, extra, close):
+    def _chain(self, entries, extra, close, empty=None):
         """Members in order, ``entries`` being (first written, written after another,
         required), then any number of ``extra`` ones (first, after another) where
         given, then ``close``: every rule ends with ``close``, so that none is a
-        lexeme that could end before whitespace it may also run on through."""
-        some = none = close  # what follows: after a member, and with none yet
+        lexeme that could end before whitespace it may also run on through.
+        ``empty``: what closes an object with no member (its mark without the
+        whitespace before it, which the opening's holds)."""
+        empty = empty or close
+        some, none = close, empty  # what follows: after a member, and with none yet
         if extra is not None:
             first, later = extra
             some = self._rule(_seq([f"( {later} )*", close]))
-            none = self._rule(_alternative(_seq([first, some]), close))
+            none = self._rule(_alternative(_seq([first, some]), empty))
         for first, later, required in reversed(entries):
             if required:
                 some, none = self._rule(_seq([later, some])), self._rule(
@@ -765,7 +793,8 @@ class _Arguments:
             )
             member = f"{written}{self.gap}{value}"
             extra = (member, f"own-typed-comma {member}")
-        return self._ordered(entries, required, extra, "own-typed-close")
+        close = _gbnf_literal(OWN_OBJECT_CLOSE.strip())
+        return self._ordered(entries, required, extra, "own-typed-close", close)
 
     def _array(self, schema, marks="json"):
         items = schema.get("items", True)
@@ -797,14 +826,17 @@ class _Arguments:
             rest = _seq([comma, values[at], rest])
             rest = self._rule(f"( {rest} )?" if at >= least else rest)
         first = values[0] if values else item
-        if most == 0 or first is None:
-            items = ""
-        else:
-            items = _seq([first, rest])
-            items = self._rule(f"( {items} )?" if least == 0 else items)
-        return self._rule(
-            _seq([f"{marks}-list-open", self.gap.strip(), items, f"{marks}-list-close"])
+        # An empty array's closing mark without the whitespace before it (the
+        # opening's holds it).
+        empty = _gbnf_literal(
+            (OWN_ARRAY_CLOSE if marks == "own-typed" else "]").strip()
         )
+        if most == 0 or first is None:
+            body = empty
+        else:
+            body = _seq([first, rest, f"{marks}-list-close"])
+            body = self._rule(_alternative(body, empty) if least == 0 else body)
+        return self._rule(_seq([f"{marks}-list-open", self.gap.strip(), body]))
 
     def _any(self):
         if self.style == "own":

@@ -11,7 +11,7 @@ import copy
 
 from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT, GBNF_TOOLS
 from .grammar import _require, _tool_choice
-from .schema_gbnf import _Arguments, _rules, _written
+from .schema_gbnf import WS_LONGEST, WS_REGEX, _Arguments, _rules, _written, ws_fits
 from .text import _setting
 from .tools import _tools_given
 from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
@@ -78,6 +78,16 @@ def _functions(tools):
     return list(found.items())
 
 
+def _space(text):
+    """Whitespace where a literal writes ``text``: bounded, or, where the bound does
+    not take it, also as written (schema_gbnf.ws_fits)."""
+    return _SPACE if ws_fits(text) else _one_of([_const(text), _SPACE])
+
+
+def _lead(text):
+    return text[: len(text) - len(text.lstrip())]
+
+
 def _one_of(formats):
     return formats[0] if len(formats) == 1 else {"type": "or", "elements": formats}
 
@@ -108,8 +118,8 @@ def _tag(begin, content, end):
     return {"type": "tag", "begin": begin, "content": content, "end": end}
 
 
-# Whitespace the reader skips around markers and values.
-_SPACE = {"type": "regex", "pattern": "[ \\t\\n\\r]*"}
+# Whitespace the reader skips around markers and values, bounded as the GBNF's ``ws``.
+_SPACE = {"type": "regex", "pattern": WS_REGEX}
 
 
 def _with_reasoning(reasoning, body, required):
@@ -241,13 +251,18 @@ def _call_tags(calls, functions):
                 kind = item[0]
                 if kind == "end":
                     key = (begin or "", tuple(_cores(item[1])))
+                    leads = [_lead(closer) for closer in item[1]]
+                    space = _one_of(
+                        [_const(t) for t in dict.fromkeys(leads) if not ws_fits(t)]
+                        + [_SPACE]
+                    )
                     tags.setdefault(key, []).append(
-                        _sequence(content + [_SPACE]) if content else _SPACE
+                        _sequence(content + [space]) if content else space
                     )
                 elif kind == "text" and begin is None:
                     begin = item[1].rstrip()
                     if begin != item[1]:
-                        content.append(_SPACE)
+                        content.append(_space(item[1][len(begin) :]))
                 elif kind == "text":
                     content += _literal(item[1], tight=len(item) > 2)
                 elif kind == "name":
@@ -268,10 +283,11 @@ def _literal(text, tight=False):
     some."""
     core = text.strip()
     if not core:
-        return [] if tight or not text else [_SPACE]
-    lead = text[: len(text) - len(text.lstrip())]
-    found = [_const(lead + core)] if tight else [_SPACE, _const(core)]
-    return found + ([_SPACE] if text != text.rstrip() else [])
+        return [] if tight or not text else [_space(text)]
+    lead = _lead(text)
+    found = [_const(lead + core)] if tight else [_space(lead), _const(core)]
+    trail = text[len(text.rstrip()) :]
+    return found + ([_space(trail)] if trail else [])
 
 
 def _cores(closers):
@@ -284,11 +300,21 @@ def _json(schema):
     """A value of the (self-contained) JSON ``schema``: its objects' members in the
     order its ``properties`` list them, or every object's sorted by key, as
     templates that sort keys write them (the GBNF takes the same two)."""
-    found = {"type": "json_schema", "json_schema": schema}
+    found = [_json_schema(schema)]
     other = _sorted_keys(schema)
-    if other is None:
-        return found
-    return _one_of([found, {"type": "json_schema", "json_schema": other}])
+    if other is not None:
+        found.append(_json_schema(other))
+    return _one_of(found)
+
+
+def _json_schema(schema):
+    """xgrammar's JSON value of ``schema``, its whitespace runs no longer than the
+    bounded whitespace's (xgrammar bounds a run's length, not its line breaks)."""
+    return {
+        "type": "json_schema",
+        "json_schema": schema,
+        "max_whitespace_cnt": WS_LONGEST,
+    }
 
 
 def _arguments(calls, name, parameters):
@@ -307,7 +333,7 @@ def _arguments(calls, name, parameters):
                 whole = _call_object(shape, name, form, order)
                 if defs:
                     whole["$defs"] = defs
-                objects.append({"type": "json_schema", "json_schema": whole})
+                objects.append(_json_schema(whole))
         return _sequence([_SPACE, _one_of(objects), _SPACE])
     units = calls["arguments"]
     if units is None:
@@ -334,7 +360,7 @@ def _units_in_order(units, order, written, required):
     stands between units, one alternative per unit that may come first."""
     separator = units["separator"]
     if not separator.strip():
-        between = [_SPACE] if separator else []
+        between = [_space(separator)] if separator else []
         return _sequence(
             [_between(written[key], key in required, between) for key in order]
             or [_const("")]
@@ -368,9 +394,9 @@ def _unit(units, key, schema, root):
     if units["key_slot"]:
         suffix = suffix.replace(units["key_slot"], written)
     value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
-    prefix, key_end = units["key_prefix"].strip(), units["key_end"]
-    head = [_SPACE] + ([_const(prefix)] if prefix else [])
-    head += [_SPACE, _const(written), _SPACE, _const(key_end.strip())]
+    prefix, key_end = units["key_prefix"], units["key_end"]
+    head = [_space(_lead(prefix))] + ([_const(prefix.strip())] if prefix.strip() else [])
+    head += [_SPACE, _const(written), _space(_lead(key_end)), _const(key_end.strip())]
     last = key_end
     if units["value_start"]:
         # What stands between the key and the value (an attribute naming its type):
@@ -390,7 +416,7 @@ def _unit(units, key, schema, root):
     trail = last[len(last.rstrip()) :]
     core = suffix.strip()
     if not core:
-        return _sequence(head + [_SPACE, value])
+        return _sequence(head + [_space(trail), value])
     if kind == "raw":
         # Text as written, to the suffix (whitespace around it is its own).
         return _sequence(head + [_tag("", value, core)])
@@ -400,7 +426,7 @@ def _unit(units, key, schema, root):
         lead = suffix[: len(suffix) - len(suffix.lstrip())]
         around = [_optional(trail), value, _optional(lead), _const(core)]
         return _sequence(head + [item for item in around if item is not None])
-    return _sequence(head + [_SPACE, value, _SPACE, _const(core)])
+    return _sequence(head + [_space(trail), value, _space(_lead(suffix)), _const(core)])
 
 
 def _optional(text):

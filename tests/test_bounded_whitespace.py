@@ -1,0 +1,120 @@
+"""Whitespace between lexemes is bounded in the grammars (issue 33: SmolLM2, held to a
+GBNF whose ``ws`` ran without bound, wrote line breaks until its token cap inside a
+call's JSON, after a marker, after the call). compiler/runtime/schema_gbnf.py declares
+the bound: one line break, with a bounded run of spaces or tabs on each side.
+
+Each corpus format's own call to the live run's ``book_table`` (tests/agreement.py),
+its strings listed in the tool's schema (so that no value is free text, which holds
+what it likes): at every place in the call, a sampler held to the calls' GBNF may
+write at most one line break more than the text already has there (or as many as the
+template writes in one run, where it writes more), and held to the Lark grammar, a
+bounded number. llguidance reads both, one token per byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+
+import pytest
+
+llguidance = pytest.importorskip("llguidance")
+
+from compiler.runtime.schema_gbnf import ws_fits  # noqa: E402
+from tests import agreement  # noqa: E402
+from tests import roundtrip as rt  # noqa: E402
+from tests.fallback_outputs import format_of  # noqa: E402
+from tests.live.tools import TOOLS  # noqa: E402
+from tests.test_export_agreement import UNTYPED  # noqa: E402
+from tests.test_grammar import _matcher as gbnf_matcher  # noqa: E402
+from tests.test_lark import _matcher as lark_matcher  # noqa: E402
+
+NEWLINE = 10
+# More line breaks than any place takes: a run this long means no bound.
+ENDLESS = 12
+
+
+def _listed_tools() -> list[dict]:
+    """The live tools with each string of the call's arguments listed (an enum)."""
+    tools = copy.deepcopy(TOOLS)
+    properties = tools[0]["function"]["parameters"]["properties"]
+    arguments = agreement.ARGUMENTS
+    properties["restaurant"] = {"type": "string", "enum": [arguments["restaurant"]]}
+    contact = properties["contact"]["properties"]
+    for key in ("name", "phone"):
+        contact[key] = {"type": "string", "enum": [arguments["contact"][key]]}
+    properties["requests"]["items"] = {"type": "string", "enum": arguments["requests"]}
+    return tools
+
+
+LISTED = _listed_tools()
+
+
+def _slugs():
+    return [
+        pytest.param(slug, marks=pytest.mark.xfail(reason=UNTYPED[slug], strict=True))
+        if slug in UNTYPED
+        else slug
+        for slug in agreement.slugs()
+    ]
+
+
+def _longest_runs(matcher, text: str, start: int, after_end: bool) -> tuple[int, str]:
+    """(the most line breaks the matcher takes at one place of ``text`` from
+    ``start`` on, up to ``ENDLESS``; where): the matcher fed ``text[:start]`` already;
+    places where the output may end are left out unless ``after_end``."""
+    most, where = 0, ""
+    for at in range(start, len(text) + 1):
+        if after_end or not matcher.is_accepting():
+            trial = matcher.deep_copy()
+            taken = trial.try_consume_tokens([NEWLINE] * ENDLESS)
+            if taken > most:
+                most, where = taken, text[max(0, at - 30) : at] + "|" + text[at : at + 15]
+        if at < len(text):
+            data = list(text[at].encode("utf-8"))
+            assert matcher.try_consume_tokens(data) == len(data), (at, text)
+    return most, where
+
+
+def _template_breaks(text: str) -> int:
+    """The most line breaks the template itself writes in one run of whitespace."""
+    runs = re.findall(r"\s+", text)
+    return max([1] + [run.count("\n") for run in runs if not ws_fits(run)])
+
+
+@functools.cache
+def _call(slug: str):
+    call = agreement.call_text(slug)
+    if call is None:
+        pytest.skip("the template writes no call to book_table that parse reads back")
+    return call
+
+
+@pytest.mark.parametrize("slug", _slugs())
+def test_the_calls_gbnf_takes_one_line_break_between_lexemes(slug):
+    call = _call(slug)
+    grammar = rt.module(slug).tool_call_grammar(LISTED, parallel_tool_calls=False)
+    matcher = gbnf_matcher(grammar, slug).deep_copy()
+    # After the call, where the format writes content there, the content holds any.
+    after_end = not format_of(slug).calls.content_after_calls
+    most, where = _longest_runs(matcher, call.text, 0, after_end)
+    assert most <= _template_breaks(call.text), f"{most} line breaks at {where!r}"
+
+
+@pytest.mark.parametrize("slug", _slugs())
+def test_the_lark_grammar_bounds_whitespace_in_a_call(slug):
+    """The Lark grammar spells the same bound; where a marker's whitespace and the
+    next one's meet, both stand (tests/exports hold the structural tag)."""
+    call = _call(slug)
+    single = dict(parallel_tool_calls=False, enable_thinking=agreement.ENABLE_THINKING)
+    grammar = rt.module(slug).lark_grammar(LISTED, tool_choice="required", **single)
+    matcher = lark_matcher(grammar, slug)
+    # From the trigger's end on (before it, the text may still be content).
+    start = len(call.lead) + max(1, len(agreement.trigger_of(slug)))
+    output = call.lead + call.text
+    data = list(output[:start].encode("utf-8"))
+    assert matcher.try_consume_tokens(data) == len(data)
+    after_end = not format_of(slug).calls.content_after_calls
+    most, where = _longest_runs(matcher, output, start, after_end)
+    assert most < ENDLESS, f"line breaks without end at {where!r}"
