@@ -318,6 +318,10 @@ TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
+# Where a unit's value (not inside a list or an object) is read otherwise than the
+# same value inside one (strings the reader ends at a follower: compiler/
+# quoted_strings.py), the rules that stand there for these.
+TOOL_TOP_VALUES: dict[str, str] = _given("TOOL_TOP_VALUES", {})
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
 # parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
 # that differ from that thinking setting's grammar's.
@@ -6364,6 +6368,8 @@ class _Arguments:
         value = self._value(schema)
         if value is None:
             return None
+        if TOOL_TOP_VALUES:
+            value = _renamed(value, TOOL_TOP_VALUES)  # the format's own, here
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
             if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
@@ -7417,8 +7423,11 @@ def _value(units, schema, root):
     )
     opening, closing = units["string_open"], units["string_close"]
     quotes = units.get("quotes_also") or ()
+    quoted = units.get("quoted")
     if strings:
         if choices is None:
+            if quoted:
+                return _grammar(_format_rule(TOOL_RAW_VALUE)), "typed"
             if opening:
                 found = [_tag(q, _any(), q) for q in quotes]
                 return _one_of([_tag(opening, _any(), closing)] + found), "typed"
@@ -7446,7 +7455,9 @@ def _value(units, schema, root):
             grammar = _typed_value(schema, root)
             return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
         return _grammar(own["grammar"]), "typed"
-    if units["value_grammar"] is None:
+    if quoted:
+        anything = _grammar(_format_rule(TOOL_ANY_VALUE)), "typed"
+    elif units["value_grammar"] is None:
         anything = _any(), "raw"
     else:
         anything = _grammar(units["value_grammar"]), "typed"
@@ -7473,13 +7484,20 @@ def _value(units, schema, root):
 def _typed_value(schema, root):
     """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
     the format writes them, Python literals or a syntax of its own: the GBNF's rules
-    for a value (schema_gbnf, on the format's own rules); None where no value
+    for a unit's value (schema_gbnf, on the format's own rules); None where no value
     fits."""
     rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "value", root, False, False)._value(schema)
     if value is None:
         return None
-    rules["root"] = value
+    rules["root"] = _renamed(value, TOOL_TOP_VALUES)
+    return _written(rules)
+
+
+def _format_rule(text):
+    """EBNF of the GBNF text ``text`` on the format's own rules (a unit's value)."""
+    rules = _rules(GBNF_TOOLS or "")
+    rules["root"] = text
     return _written(rules)
 
 
