@@ -143,3 +143,15 @@ def test_the_grammars_compile(modules):
                 accepts(grammar, "", name)
             except GrammarError as error:  # pragma: no cover - the failure itself
                 pytest.fail(str(error))
+
+
+def test_a_long_string_with_many_quotes_is_taken(modules):
+    """Quote by quote, a string is as many lexemes as it holds quotes, in one
+    repetition: thousands of them stay within llguidance's limits (its Earley parser
+    caps the items a row holds), as parse reads them."""
+    module = modules["lfm2_5_8b_a1b"]
+    body = "print('a', 'b', x[f('k')])\n" * 2000
+    text = SHAPES["lfm2_5_8b_a1b"].format("'" + body + "'")
+    assert read_as_meant(module, text, body, "'", TOOLS)
+    for name, grammar, accepts in _grammars(module, TOOLS):
+        assert accepts(grammar, text, name), name
