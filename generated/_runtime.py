@@ -318,6 +318,10 @@ TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
+# Where a unit's value (not inside a list or an object) is read otherwise than the
+# same value inside one (strings the reader ends at a follower: compiler/
+# quoted_strings.py), the rules that stand there for these.
+TOOL_TOP_VALUES: dict[str, str] = _given("TOOL_TOP_VALUES", {})
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
 # parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
 # that differ from that thinking setting's grammar's.
@@ -3455,8 +3459,12 @@ def _literal_step(text, at, literal, final):
 
 def _name_step(text, at, literal, word, final):
     """The end of a name written at ``at`` up to ``literal`` (at most 256 characters,
-    no whitespace; a ``word``: letters, digits and ``_-.:`` only); False, or None
-    where the text ends in it (not ``final``)."""
+    no whitespace and no quote; a ``word``: letters, digits and ``_-.:`` only);
+    False, or None where the text ends in it (not ``final``). A name holds no quote
+    (a key or a function's name is a word the template writes bare), so what follows
+    a value never takes in the string's closing quote: a quote inside a string is its
+    end only by the text between it and the next quote, which the grammars can say
+    (compiler/quoted_strings.py)."""
     at = _space_end(text, at)
     stop = (_pieces(literal)[0] or [" "])[0][0]
     start = at
@@ -3465,8 +3473,8 @@ def _name_step(text, at, literal, word, final):
         while at < limit and text[at] != stop and _in_word(text[at]):
             at += 1
     while at < limit and text[at] != stop and not text[at].isspace():
-        if word:
-            return False  # what ends the word is not the key's end
+        if word or text[at] in "'\"":
+            return False  # what ends the word (or a quote) is not the key's end
         at += 1
     if at == len(text) and not final:
         return None  # the name may go on
@@ -6473,6 +6481,8 @@ class _Arguments:
         value = self._value(schema)
         if value is None:
             return None
+        if TOOL_TOP_VALUES:
+            value = _renamed(value, TOOL_TOP_VALUES)  # the format's own, here
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
             if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:
@@ -7559,8 +7569,11 @@ def _value(units, schema, root):
     )
     opening, closing = units["string_open"], units["string_close"]
     quotes = units.get("quotes_also") or ()
+    quoted = units.get("quoted")
     if strings:
         if choices is None:
+            if quoted:
+                return _grammar(_format_rule(TOOL_RAW_VALUE)), "typed"
             if opening:
                 found = [_tag(q, _any(), q) for q in quotes]
                 return _one_of([_tag(opening, _any(), closing)] + found), "typed"
@@ -7588,7 +7601,9 @@ def _value(units, schema, root):
             grammar = _typed_value(schema, root)
             return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
         return _grammar(own["grammar"]), "typed"
-    if units["value_grammar"] is None:
+    if quoted:
+        anything = _grammar(_format_rule(TOOL_ANY_VALUE)), "typed"
+    elif units["value_grammar"] is None:
         anything = _any(), "raw"
     else:
         anything = _grammar(units["value_grammar"]), "typed"
@@ -7615,13 +7630,20 @@ def _value(units, schema, root):
 def _typed_value(schema, root):
     """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
     the format writes them, Python literals or a syntax of its own: the GBNF's rules
-    for a value (schema_gbnf, on the format's own rules); None where no value
+    for a unit's value (schema_gbnf, on the format's own rules); None where no value
     fits."""
     rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "value", root, False, False)._value(schema)
     if value is None:
         return None
-    rules["root"] = value
+    rules["root"] = _renamed(value, TOOL_TOP_VALUES)
+    return _written(rules)
+
+
+def _format_rule(text):
+    """EBNF of the GBNF text ``text`` on the format's own rules (a unit's value)."""
+    rules = _rules(GBNF_TOOLS or "")
+    rules["root"] = text
     return _written(rules)
 
 

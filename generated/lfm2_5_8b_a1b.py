@@ -101,13 +101,17 @@ TOOL_ARGUMENTS: str = "units"
 TOOL_UNIT: str = 'ws tool-key ws "=" tool-value'
 TOOL_UNIT_SEPARATOR: str = 'ws "," ws'
 TOOL_RAW_VALUE: str = "argument-string"
-TOOL_ANY_VALUE: str = "( argument-string | py-value | argument-word )"
+TOOL_ANY_VALUE: str = "( argument-string | py-literal | argument-word )"
 TOOL_CLOSE: str = "arguments-close"
 TOOL_KEY_CHARS: tuple[bool, str, str] = (
     True,
-    "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ),=\x7f",
+    "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f \"'),=\x7f",
     "",
 )
+TOOL_TOP_VALUES: dict[str, str] = {
+    "py-string": "argument-string",
+    "py-value": "( argument-string | py-literal | argument-word )",
+}
 PREPARE_REASONING_FIELD: str = "thinking"
 PREPARE_ARGUMENTS: str = "object"
 PREPARE_NON_NULL_CONTENT: bool = True
@@ -260,11 +264,235 @@ GBNF = (
     'content-body-17-1 ::= [<] | "|" content-body-18-1\n'
     'content-body-18-0 ::= [^<>] | ">" [^<\\x5B]\n'
     'content-body-18-1 ::= [<] | ">" [<]\n'
-    "tool-name ::= [^\\x00- (\\x7F]+\n"
-    "argument-key ::= [^\\x00- ),=\\x7F]+\n"
-    'argument-string-closed ::= argument-string-text-0-0* "\'"\n'
-    "argument-string-text-0-0 ::= [^']\n"
-    'argument-string ::= "\'" argument-string-closed\n'
+    "tool-name ::= [^\\x00- \\\"'(\\x7F]+\n"
+    "argument-key ::= [^\\x00- \\\"'),=\\x7F]+\n"
+    'arguments-close ::= ws ")"\n'
+    'lexeme-break ::= ( "\\x00" lexeme-break )?\n'
+    'argument-string-0-first ::= "\'" [^\']* "\'"\n'
+    "argument-string-0-plain-0 ::= ( [^\\t-\\r\\x1C- '),\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-2 | [,] argument-string-0-plain-3 )?\n"
+    "argument-string-0-plain-1 ::= ( [^'] )*\n"
+    "argument-string-0-plain-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!-&(*+/;-@\\x5B-\\x5E`{-\\x7F] argument-string-0-plain-1 | [,] argument-string-0-plain-3 | [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-4 )?\n"
+    "argument-string-0-plain-3 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-plain-5 | [\\"=] argument-string-0-plain-1 )?\n'
+    "argument-string-0-plain-4 ::= ( [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!-&(-,/;<>-@\\x5B-\\x5E`{-\\x7F] argument-string-0-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-6 )?\n"
+    "argument-string-0-plain-5 ::= ( [^\\t-\\r\\x1C- \\\"'=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-plain-7 | [\\"] argument-string-0-plain-1 )?\n'
+    "argument-string-0-plain-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 )?\n"
+    "argument-string-0-plain-7 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 )?\n"
+    'argument-string-0-plain ::= argument-string-0-plain-0 "\'"\n'
+    "argument-string-0-closer-0 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- ',\\]\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-closer-1 | [,] argument-string-0-closer-2 | [\\]] argument-string-0-closer-3 )?\n"
+    "argument-string-0-closer-1 ::= ( [^'] )*\n"
+    "argument-string-0-closer-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-closer-4 | [\\"(] argument-string-0-closer-1 )?\n'
+    "argument-string-0-closer-3 ::= ( [^'<] argument-string-0-closer-1 | [<] argument-string-0-closer-5 )?\n"
+    "argument-string-0-closer-4 ::= ( [^\\t-\\r\\x1C- \\\"'(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-closer-6 | [\\"] argument-string-0-closer-1 )?\n'
+    "argument-string-0-closer-5 ::= ( [^'|] argument-string-0-closer-1 | [|] argument-string-0-closer-7 )?\n"
+    "argument-string-0-closer-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-closer-1 )?\n"
+    "argument-string-0-closer-7 ::= ( [^'t] argument-string-0-closer-1 | [t] argument-string-0-closer-8 )?\n"
+    "argument-string-0-closer-8 ::= ( [^'o] argument-string-0-closer-1 | [o] argument-string-0-closer-9 )?\n"
+    "argument-string-0-closer-9 ::= ( [^'o] argument-string-0-closer-1 | [o] argument-string-0-closer-10 )?\n"
+    "argument-string-0-closer-10 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-11 )?\n"
+    "argument-string-0-closer-11 ::= ( [^'_] argument-string-0-closer-1 | [_] argument-string-0-closer-12 )?\n"
+    "argument-string-0-closer-12 ::= ( [^'c] argument-string-0-closer-1 | [c] argument-string-0-closer-13 )?\n"
+    "argument-string-0-closer-13 ::= ( [^'a] argument-string-0-closer-1 | [a] argument-string-0-closer-14 )?\n"
+    "argument-string-0-closer-14 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-15 )?\n"
+    "argument-string-0-closer-15 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-16 )?\n"
+    "argument-string-0-closer-16 ::= ( [^'_] argument-string-0-closer-1 | [_] argument-string-0-closer-17 )?\n"
+    "argument-string-0-closer-17 ::= ( [^'e] argument-string-0-closer-1 | [e] argument-string-0-closer-18 )?\n"
+    "argument-string-0-closer-18 ::= ( [^'n] argument-string-0-closer-1 | [n] argument-string-0-closer-19 )?\n"
+    "argument-string-0-closer-19 ::= ( [^'d] argument-string-0-closer-1 | [d] argument-string-0-closer-20 )?\n"
+    "argument-string-0-closer-20 ::= ( [^'|] argument-string-0-closer-1 | [|] argument-string-0-closer-21 )?\n"
+    "argument-string-0-closer-21 ::= ( [^'>] argument-string-0-closer-1 )?\n"
+    'argument-string-0-closer ::= argument-string-0-closer-0 "\'"\n'
+    "argument-string-0 ::= argument-string-0-first ( lexeme-break argument-string-0-plain | arguments-close argument-string-0-closer )*\n"
+    'argument-string-1-first ::= "\\"" ( [^\\"\\\\] | "\\\\" [^\\x00] )* "\\""\n'
+    'argument-string-1-plain-0 ::= ( [^\\t-\\r\\x1C- \\"),\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-1-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-2 | [,] argument-string-1-plain-3 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    'argument-string-1-plain-1 ::= ( [^\\"\\\\] | "\\\\" [^\\x00] )*\n'
+    "argument-string-1-plain-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!#-(*+/;-@\\x5B\\]\\x5E`{-\\x7F] argument-string-1-plain-1 | [,] argument-string-1-plain-3 | [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-4 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-3 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'=\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-5 | [\'=] argument-string-1-plain-1 | "\\\\" [^\\t-\\r\\x1C- \\"\'=\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-5 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | "\\\\" [\\"\'] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-4 ::= ( [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!#-,/;<>-@\\x5B\\]\\x5E`{-\\x7F] argument-string-1-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-7 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-5 ::= ( [^\\t-\\r\\x1C- \\\"'=\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] | "\\\\" [^\\t-\\r\\x1C- \\"\'=\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | [\'] argument-string-1-plain-1 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | "\\\\" [\\"\'] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"=\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-1 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-7 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"=\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-1 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    'argument-string-1-plain ::= argument-string-1-plain-0 "\\""\n'
+    "argument-string-1-closer-0 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\",\\\\\\]\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-1 | [,] argument-string-1-closer-2 | [\\]] argument-string-1-closer-3 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-1 ::= ( [^\\"\\\\] | "\\\\" [^\\x00] )*\n'
+    "argument-string-1-closer-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'(\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-4 | [\'(] argument-string-1-closer-1 | "\\\\" [^\\t-\\r\\x1C- \\"\'(\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-4 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | "\\\\" [\\"\'] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-3 ::= ( [^\\"<\\\\] argument-string-1-closer-1 | [<] argument-string-1-closer-6 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    "argument-string-1-closer-4 ::= ( [^\\t-\\r\\x1C- \\\"'(\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] | "\\\\" [^\\t-\\r\\x1C- \\"\'(\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | [\'] argument-string-1-closer-1 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | "\\\\" [\\"\'] argument-string-1-closer-1 )?\n'
+    "argument-string-1-closer-5 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"(\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-1 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-6 ::= ( [^\\"\\\\|] argument-string-1-closer-1 | [|] argument-string-1-closer-7 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-7 ::= ( [^\\"\\\\t] argument-string-1-closer-1 | [t] argument-string-1-closer-8 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-8 ::= ( [^\\"\\\\o] argument-string-1-closer-1 | [o] argument-string-1-closer-9 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-9 ::= ( [^\\"\\\\o] argument-string-1-closer-1 | [o] argument-string-1-closer-10 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-10 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-11 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-11 ::= ( [^\\"\\\\_] argument-string-1-closer-1 | [_] argument-string-1-closer-12 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-12 ::= ( [^\\"\\\\c] argument-string-1-closer-1 | [c] argument-string-1-closer-13 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-13 ::= ( [^\\"\\\\a] argument-string-1-closer-1 | [a] argument-string-1-closer-14 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-14 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-15 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-15 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-16 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-16 ::= ( [^\\"\\\\_] argument-string-1-closer-1 | [_] argument-string-1-closer-17 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-17 ::= ( [^\\"\\\\e] argument-string-1-closer-1 | [e] argument-string-1-closer-18 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-18 ::= ( [^\\"\\\\n] argument-string-1-closer-1 | [n] argument-string-1-closer-19 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-19 ::= ( [^\\"\\\\d] argument-string-1-closer-1 | [d] argument-string-1-closer-20 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-20 ::= ( [^\\"\\\\|] argument-string-1-closer-1 | [|] argument-string-1-closer-21 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-21 ::= ( [^\\">\\\\] argument-string-1-closer-1 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer ::= argument-string-1-closer-0 "\\""\n'
+    "argument-string-1 ::= argument-string-1-first ( lexeme-break argument-string-1-plain | arguments-close argument-string-1-closer )*\n"
+    "argument-string ::= ( argument-string-0 | argument-string-1 )\n"
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -278,12 +506,12 @@ GBNF = (
     'py-key ::= py-string ws ":" ws\n'
     'py-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\n'
     'py-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n'
+    'py-literal ::= py-object | py-array | json-number | "true" | "false" | "null" | "True" | "False" | "None"\n'
     "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
     'argument-head ::= ws argument-key ws "="\n'
-    "argument ::= argument-head ( argument-string | py-value | argument-word )\n"
+    "argument ::= argument-head ( argument-string | py-literal | argument-word )\n"
     'argument-next-head ::= ws "," ws argument-key ws "="\n'
-    "argument-next ::= argument-next-head ( argument-string | py-value | argument-word )\n"
-    'arguments-close ::= ws ")"\n'
+    "argument-next ::= argument-next-head ( argument-string | py-literal | argument-word )\n"
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
@@ -322,11 +550,235 @@ GBNF_TOOLS = (
     "root ::= calls-root\n"
     'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ws )?\n'
-    "tool-name ::= [^\\x00- (\\x7F]+\n"
-    "argument-key ::= [^\\x00- ),=\\x7F]+\n"
-    'argument-string-closed ::= argument-string-text-0-0* "\'"\n'
-    "argument-string-text-0-0 ::= [^']\n"
-    'argument-string ::= "\'" argument-string-closed\n'
+    "tool-name ::= [^\\x00- \\\"'(\\x7F]+\n"
+    "argument-key ::= [^\\x00- \\\"'),=\\x7F]+\n"
+    'arguments-close ::= ws ")"\n'
+    'lexeme-break ::= ( "\\x00" lexeme-break )?\n'
+    'argument-string-0-first ::= "\'" [^\']* "\'"\n'
+    "argument-string-0-plain-0 ::= ( [^\\t-\\r\\x1C- '),\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-2 | [,] argument-string-0-plain-3 )?\n"
+    "argument-string-0-plain-1 ::= ( [^'] )*\n"
+    "argument-string-0-plain-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!-&(*+/;-@\\x5B-\\x5E`{-\\x7F] argument-string-0-plain-1 | [,] argument-string-0-plain-3 | [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-4 )?\n"
+    "argument-string-0-plain-3 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-plain-5 | [\\"=] argument-string-0-plain-1 )?\n'
+    "argument-string-0-plain-4 ::= ( [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!-&(-,/;<>-@\\x5B-\\x5E`{-\\x7F] argument-string-0-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-6 )?\n"
+    "argument-string-0-plain-5 ::= ( [^\\t-\\r\\x1C- \\\"'=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-plain-7 | [\\"] argument-string-0-plain-1 )?\n'
+    "argument-string-0-plain-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 )?\n"
+    "argument-string-0-plain-7 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '=\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-plain-1 )?\n"
+    'argument-string-0-plain ::= argument-string-0-plain-0 "\'"\n'
+    "argument-string-0-closer-0 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- ',\\]\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-closer-1 | [,] argument-string-0-closer-2 | [\\]] argument-string-0-closer-3 )?\n"
+    "argument-string-0-closer-1 ::= ( [^'] )*\n"
+    "argument-string-0-closer-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-closer-4 | [\\"(] argument-string-0-closer-1 )?\n'
+    "argument-string-0-closer-3 ::= ( [^'<] argument-string-0-closer-1 | [<] argument-string-0-closer-5 )?\n"
+    "argument-string-0-closer-4 ::= ( [^\\t-\\r\\x1C- \\\"'(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-0-closer-6 | [\\"] argument-string-0-closer-1 )?\n'
+    "argument-string-0-closer-5 ::= ( [^'|] argument-string-0-closer-1 | [|] argument-string-0-closer-7 )?\n"
+    "argument-string-0-closer-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- '(\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-0-closer-1 )?\n"
+    "argument-string-0-closer-7 ::= ( [^'t] argument-string-0-closer-1 | [t] argument-string-0-closer-8 )?\n"
+    "argument-string-0-closer-8 ::= ( [^'o] argument-string-0-closer-1 | [o] argument-string-0-closer-9 )?\n"
+    "argument-string-0-closer-9 ::= ( [^'o] argument-string-0-closer-1 | [o] argument-string-0-closer-10 )?\n"
+    "argument-string-0-closer-10 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-11 )?\n"
+    "argument-string-0-closer-11 ::= ( [^'_] argument-string-0-closer-1 | [_] argument-string-0-closer-12 )?\n"
+    "argument-string-0-closer-12 ::= ( [^'c] argument-string-0-closer-1 | [c] argument-string-0-closer-13 )?\n"
+    "argument-string-0-closer-13 ::= ( [^'a] argument-string-0-closer-1 | [a] argument-string-0-closer-14 )?\n"
+    "argument-string-0-closer-14 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-15 )?\n"
+    "argument-string-0-closer-15 ::= ( [^'l] argument-string-0-closer-1 | [l] argument-string-0-closer-16 )?\n"
+    "argument-string-0-closer-16 ::= ( [^'_] argument-string-0-closer-1 | [_] argument-string-0-closer-17 )?\n"
+    "argument-string-0-closer-17 ::= ( [^'e] argument-string-0-closer-1 | [e] argument-string-0-closer-18 )?\n"
+    "argument-string-0-closer-18 ::= ( [^'n] argument-string-0-closer-1 | [n] argument-string-0-closer-19 )?\n"
+    "argument-string-0-closer-19 ::= ( [^'d] argument-string-0-closer-1 | [d] argument-string-0-closer-20 )?\n"
+    "argument-string-0-closer-20 ::= ( [^'|] argument-string-0-closer-1 | [|] argument-string-0-closer-21 )?\n"
+    "argument-string-0-closer-21 ::= ( [^'>] argument-string-0-closer-1 )?\n"
+    'argument-string-0-closer ::= argument-string-0-closer-0 "\'"\n'
+    "argument-string-0 ::= argument-string-0-first ( lexeme-break argument-string-0-plain | arguments-close argument-string-0-closer )*\n"
+    'argument-string-1-first ::= "\\"" ( [^\\"\\\\] | "\\\\" [^\\x00] )* "\\""\n'
+    'argument-string-1-plain-0 ::= ( [^\\t-\\r\\x1C- \\"),\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] argument-string-1-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-2 | [,] argument-string-1-plain-3 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    'argument-string-1-plain-1 ::= ( [^\\"\\\\] | "\\\\" [^\\x00] )*\n'
+    "argument-string-1-plain-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!#-(*+/;-@\\x5B\\]\\x5E`{-\\x7F] argument-string-1-plain-1 | [,] argument-string-1-plain-3 | [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-4 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-3 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'=\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-5 | [\'=] argument-string-1-plain-1 | "\\\\" [^\\t-\\r\\x1C- \\"\'=\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-5 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | "\\\\" [\\"\'] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-4 ::= ( [^\\x00-,/;-@\\x5B-\\x5E`{-\\x7F\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\x00-\\x08\\x0E-\\x1B!#-,/;<>-@\\x5B\\]\\x5E`{-\\x7F] argument-string-1-plain-1 | [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-7 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-5 ::= ( [^\\t-\\r\\x1C- \\\"'=\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] | "\\\\" [^\\t-\\r\\x1C- \\"\'=\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | [\'] argument-string-1-plain-1 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-6 | "\\\\" [\\"\'] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-6 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"=\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-1 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    "argument-string-1-plain-7 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"=\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-plain-1 | "\\\\" [^\\x00] argument-string-1-plain-1 )?\n'
+    'argument-string-1-plain ::= argument-string-1-plain-0 "\\""\n'
+    "argument-string-1-closer-0 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\",\\\\\\]\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-1 | [,] argument-string-1-closer-2 | [\\]] argument-string-1-closer-3 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-1 ::= ( [^\\"\\\\] | "\\\\" [^\\x00] )*\n'
+    "argument-string-1-closer-2 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\\"'(\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-4 | [\'(] argument-string-1-closer-1 | "\\\\" [^\\t-\\r\\x1C- \\"\'(\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-4 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | "\\\\" [\\"\'] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-3 ::= ( [^\\"<\\\\] argument-string-1-closer-1 | [<] argument-string-1-closer-6 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    "argument-string-1-closer-4 ::= ( [^\\t-\\r\\x1C- \\\"'(\\\\\x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] | "\\\\" [^\\t-\\r\\x1C- \\"\'(\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    "\u202f\u205f\u3000] )* ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | [\'] argument-string-1-closer-1 | "\\\\" [\\t-\\r\\x1C- \x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-5 | "\\\\" [\\"\'] argument-string-1-closer-1 )?\n'
+    "argument-string-1-closer-5 ::= ( [\\t-\\r\\x1C- \x85"
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] )* ( [^\\t-\\r\\x1C- \\"(\\\\\x85'
+    "\xa0\u1680\u2000-\u200a\u2028"
+    "\u2029"
+    '\u202f\u205f\u3000] argument-string-1-closer-1 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-6 ::= ( [^\\"\\\\|] argument-string-1-closer-1 | [|] argument-string-1-closer-7 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-7 ::= ( [^\\"\\\\t] argument-string-1-closer-1 | [t] argument-string-1-closer-8 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-8 ::= ( [^\\"\\\\o] argument-string-1-closer-1 | [o] argument-string-1-closer-9 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-9 ::= ( [^\\"\\\\o] argument-string-1-closer-1 | [o] argument-string-1-closer-10 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-10 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-11 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-11 ::= ( [^\\"\\\\_] argument-string-1-closer-1 | [_] argument-string-1-closer-12 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-12 ::= ( [^\\"\\\\c] argument-string-1-closer-1 | [c] argument-string-1-closer-13 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-13 ::= ( [^\\"\\\\a] argument-string-1-closer-1 | [a] argument-string-1-closer-14 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-14 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-15 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-15 ::= ( [^\\"\\\\l] argument-string-1-closer-1 | [l] argument-string-1-closer-16 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-16 ::= ( [^\\"\\\\_] argument-string-1-closer-1 | [_] argument-string-1-closer-17 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-17 ::= ( [^\\"\\\\e] argument-string-1-closer-1 | [e] argument-string-1-closer-18 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-18 ::= ( [^\\"\\\\n] argument-string-1-closer-1 | [n] argument-string-1-closer-19 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-19 ::= ( [^\\"\\\\d] argument-string-1-closer-1 | [d] argument-string-1-closer-20 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-20 ::= ( [^\\"\\\\|] argument-string-1-closer-1 | [|] argument-string-1-closer-21 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer-21 ::= ( [^\\">\\\\] argument-string-1-closer-1 | "\\\\" [^\\x00] argument-string-1-closer-1 )?\n'
+    'argument-string-1-closer ::= argument-string-1-closer-0 "\\""\n'
+    "argument-string-1 ::= argument-string-1-first ( lexeme-break argument-string-1-plain | arguments-close argument-string-1-closer )*\n"
+    "argument-string ::= ( argument-string-0 | argument-string-1 )\n"
     'json-open ::= "{" ws\n'
     'json-close ::= ws "}"\n'
     'json-list-open ::= "[" ws\n'
@@ -340,12 +792,12 @@ GBNF_TOOLS = (
     'py-key ::= py-string ws ":" ws\n'
     'py-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\n'
     'py-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n'
+    'py-literal ::= py-object | py-array | json-number | "true" | "false" | "null" | "True" | "False" | "None"\n'
     "argument-word ::= [^\\x00- \\\"'-),;\\x5B\\]{}\\x7F]+\n"
     'argument-head ::= ws argument-key ws "="\n'
-    "argument ::= argument-head ( argument-string | py-value | argument-word )\n"
+    "argument ::= argument-head ( argument-string | py-literal | argument-word )\n"
     'argument-next-head ::= ws "," ws argument-key ws "="\n'
-    "argument-next ::= argument-next-head ( argument-string | py-value | argument-word )\n"
-    'arguments-close ::= ws ")"\n'
+    "argument-next ::= argument-next-head ( argument-string | py-literal | argument-word )\n"
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
@@ -436,6 +888,7 @@ _STRUCTURAL_TAG: dict = {
             "value_escapes": [],
             "verbatim": None,
             "value_grammar": 'root ::= py-value\nws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\njson-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\njson-object ::= json-open json-members\njson-members ::= json-member ( json-comma json-member )* json-close | "}"\njson-member ::= json-key json-value\njson-key ::= json-string ws ":" ws\njson-array ::= json-list-open ( json-value ( json-comma json-value )* json-list-close | "]" )\njson-open ::= "{" ws\njson-close ::= ws "}"\njson-list-open ::= "[" ws\njson-list-close ::= ws "]"\njson-comma ::= ws "," ws\njson-string ::= "\\"" json-char* "\\""\njson-char ::= [^"\\\\\\x00-\\x1F] | json-escape\njson-escape ::= "\\\\" ( ["\\\\/bfnrt] | "u" [0-9A-Fa-f]{4} )\njson-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\npy-value ::= py-object | py-array | py-string | json-number | "true" | "false" | "null" | "True" | "False" | "None"\npy-object ::= json-open py-members\npy-members ::= py-member ( json-comma py-member )* json-close | "}"\npy-member ::= py-key py-value\npy-key ::= py-string ws ":" ws\npy-array ::= json-list-open ( py-value ( json-comma py-value )* json-list-close | "]" )\npy-string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\\"" | "\'" ( [^\'\\\\\\x00-\\x1F] | "\\\\" [^\\x00-\\x1F] )* "\'"\n',
+            "quoted": True,
         },
         "bare": None,
         "content_openers": [],
@@ -468,8 +921,17 @@ _LARK = {
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tool_call_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
-        "ARG_STRING: /'(?s:.*)'/ & ~/'(?s:.*)'(?s:.+)/\n"
-        'ARG_STRING_ALSO: /"(?:[^"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*"/\n'
+        "ARG_STRING_0: /'[^']*'/\n"
+        "ARG_STRING_0_PLAIN: /[^']*'/ & ~/(?:[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'=][^\\s\\x{1c}-\\x{1f}\"'=]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}][\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}][^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*\\]<\\|tool_call_end\\|>|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'\\(][^\\s\\x{1c}-\\x{1f}\"'\\(]*[\\s\\x{1c}-\\x{1f}]*\\(|[\\s\\x{1c}-\\x{1f}]*,|[\\s\\x{1c}-\\x{1f}]*\\))(?s:.*)/\n"
+        "ARG_STRING_0_SEPARATOR: /[^']*'/ & ~/[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'=][^\\s\\x{1c}-\\x{1f}\"'=]*[\\s\\x{1c}-\\x{1f}]*=(?s:.*)/\n"
+        "ARG_STRING_0_CLOSER: /[^']*'/ & ~/(?:[\\s\\x{1c}-\\x{1f}]*\\]<\\|tool_call_end\\|>|[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'\\(][^\\s\\x{1c}-\\x{1f}\"'\\(]*[\\s\\x{1c}-\\x{1f}]*\\()(?s:.*)/\n"
+        "arg_string_0: ARG_STRING_0 (ARG_STRING_0_PLAIN | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ ARG_STRING_0_SEPARATOR | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\)/ ARG_STRING_0_CLOSER)*\n"
+        'ARG_STRING_1: /"(?:[^"\\\\]|\\\\(?s:.))*"/\n'
+        'ARG_STRING_1_PLAIN: /(?:[^"\\\\]|\\\\(?s:.))*"/ & ~/(?:[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}"\'=][^\\s\\x{1c}-\\x{1f}"\'=]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}][\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}][^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*\\]<\\|tool_call_end\\|>|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}"\'\\(][^\\s\\x{1c}-\\x{1f}"\'\\(]*[\\s\\x{1c}-\\x{1f}]*\\(|[\\s\\x{1c}-\\x{1f}]*,|[\\s\\x{1c}-\\x{1f}]*\\))(?s:.*)/\n'
+        'ARG_STRING_1_SEPARATOR: /(?:[^"\\\\]|\\\\(?s:.))*"/ & ~/[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}"\'=][^\\s\\x{1c}-\\x{1f}"\'=]*[\\s\\x{1c}-\\x{1f}]*=(?s:.*)/\n'
+        'ARG_STRING_1_CLOSER: /(?:[^"\\\\]|\\\\(?s:.))*"/ & ~/(?:[\\s\\x{1c}-\\x{1f}]*\\]<\\|tool_call_end\\|>|[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}"\'\\(][^\\s\\x{1c}-\\x{1f}"\'\\(]*[\\s\\x{1c}-\\x{1f}]*\\()(?s:.*)/\n'
+        "arg_string_1: ARG_STRING_1 (ARG_STRING_1_PLAIN | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ ARG_STRING_1_SEPARATOR | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\)/ ARG_STRING_1_CLOSER)*\n"
+        "arg_string: arg_string_0 | arg_string_1\n"
         "PY_STRING: /\"(?:[^\"\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*\"|'(?:[^'\\\\\\x00-\\x1f]|\\\\[^\\x00-\\x1f])*'/\n"
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "PY_WORD: /true|false|null|True|False|None/\n"
@@ -479,7 +941,7 @@ _LARK = {
         "py_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (py_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ py_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
         "py_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (py_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ py_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
         "ARG_WORD: /[^\\x{0}- \"'-\\),;\\[\\]\\{\\}\\x{7f}]+/\n"
-        "arg_value: (ARG_STRING | ARG_STRING_ALSO) | py_value | ARG_WORD\n"
+        "arg_value: arg_string | py_object | py_array | NUMBER | PY_WORD | ARG_WORD\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>(?s:.*)<\\/think>(?s:.+)/\n"
@@ -502,7 +964,7 @@ _LARK = {
     "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[",
     "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",
     "arguments": "units",
-    "key": "[^\\x{0}- \\),=\\x{7f}]+",
+    "key": "[^\\x{0}- \"'\\),=\\x{7f}]+",
     "separator": "/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/",
     "true": "true|True",
     "false": "false|False",
@@ -511,9 +973,9 @@ _LARK = {
     "enum": "'%%TEXT%%'",
     "enum-also": '"',
     "unit-text": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=/ arg_value\n",
-    "unit-string": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=/ (ARG_STRING | ARG_STRING_ALSO)\n",
+    "unit-string": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=/ arg_string\n",
     "unit-scalar": "%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}=(?:%%VALUE%%)/\n",
-    "name": "[^\\x{0}- \\(\\x{7f}]+",
+    "name": "[^\\x{0}- \"'\\(\\x{7f}]+",
 }
 
 # The parsers and exports: the runtime (_runtime.py) run on this format.

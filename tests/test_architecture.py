@@ -19,6 +19,7 @@ CODEGEN_MAY_IMPORT = {
     "compiler.model",
     "compiler.call_shapes",
     "compiler.charclass",
+    "compiler.quoted_strings",  # where a string ends, read off the model
     "compiler.polyfills",
     "compiler.spec",
     "compiler.runtime",

@@ -255,6 +255,15 @@ def test_two_readings_of_a_quote_before_a_separator(invented):
     expect(read(invented["pylist_raw_calls"], text), called=[("f", {"a": "x", "b": "y"})])
 
 
+def test_a_name_after_a_quote_holds_no_quote():
+    """What follows a value is the next key (or call), a name that holds no quote: a
+    quote inside a string is its end only by the text up to the next quote. Here
+    "then'" is no key, so the quote after "hi" is the string's own (read before as
+    the end, "then',b" the next key)."""
+    text = _lfm2("f(q='she said 'hi', then',b=1)")
+    expect(read(LFM2, text), called=[("f", {"q": "she said 'hi', then", "b": 1})])
+
+
 @pytest.mark.parametrize("slug", ["pyrepr_calls", "python_calls"])
 def test_an_unescaped_quote_in_an_escaping_format(invented, slug):
     # Both templates escape a quote inside a string; a model that does not is read too.

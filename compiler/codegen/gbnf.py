@@ -26,6 +26,8 @@ from typing import Callable
 
 from ..charclass import NOT_IN_NAMES, WS_CHARS, class_body, name_class
 from ..model import Format, Part, ValueSyntax
+from .. import quoted_strings
+from ..quoted_strings import QUOTES, Segment
 from ..runtime.schema_gbnf import JSON_RULES, PY_RULES, WS_GBNF, ws_fits
 
 _NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -52,6 +54,7 @@ def char_class(chars, negated: bool = False) -> str:
 
 
 ANY_CHAR = "[^\\x00]"
+EMPTY = '""'
 WS = WS_GBNF  # bounded (compiler/runtime/schema_gbnf.py says how)
 # The rule a caller's tool names replace (``with_tool_names``).
 NAME_RULE = "tool-name"
@@ -520,6 +523,35 @@ _JSON_RULES = {
     if name not in ("ws", "json-integer")
 }
 _PY_RULES = PY_RULES
+# A Python (or JSON) value that is no string.
+_PY_LITERAL = (
+    'py-object | py-array | json-number | "true" | "false" | "null" | "True" | "False" | "None"'
+)
+# A rule that matches nothing but NUL characters (never in an output): not a lexeme,
+# so the rule that holds it is none either (compiler/runtime/schema_gbnf.py's).
+_BREAK = "lexeme-break"
+
+
+def _segment_rules(name: str, found: Segment) -> list[str]:
+    """Rules ``{name}-{state}`` for a segment's automaton (compiler/quoted_strings.py),
+    each a regular expression of those after it (no recursion: one lexeme)."""
+
+    def text(escape: bool, atoms: frozenset[str]) -> str:
+        negated, chars = found.as_class(atoms)
+        written = ANY_CHAR if negated and not chars else char_class(chars, negated)
+        return f'"\\\\" {written}' if escape else written
+
+    lines = []
+    for state, moves in enumerate(found.states):
+        loops = [text(escape, atoms) for escape, atoms, to in moves if to == state]
+        outs = [f"{text(escape, atoms)} {name}-{to}" for escape, atoms, to in moves if to != state]
+        body = []
+        if loops:
+            body.append(f"( {' | '.join(loops)} )*")
+        if outs:
+            body.append(f"( {' | '.join(outs)} )?")
+        lines.append(f"{name}-{state} ::= {' '.join(body) or EMPTY}")
+    return lines
 
 
 # -- a format's grammars -------------------------------------------------------------------
@@ -604,6 +636,9 @@ class _Grammar:
         # parallel_tool_calls (False: at most one call).
         self.choice = choice if fmt.has_calls else "auto"
         self.parallel = parallel
+        # The strings a unit's value may be that end where a follower follows them
+        # (compiler/quoted_strings.py); None where the format has none.
+        self.quoted = quoted_strings.strings(fmt)
         # How the tools' schemas reach the arguments (TOOL_ARGUMENTS, TOOL_UNIT, ...:
         # compiler/runtime/format.py), filled in as the call is built.
         self.hooks: dict = {}
@@ -710,7 +745,7 @@ class _Grammar:
 
     def hole_rule(self, name: str, parts: tuple[Part, ...], hole: str) -> str:
         """The rule of a name or id hole: the characters every such hole may hold."""
-        chars = (True, "")
+        chars = (True, QUOTES if self.quoted is not None else "")
         for part in parts:
             if part.hole == hole:
                 chars = _intersection(chars, name_class(part.after))
@@ -794,6 +829,11 @@ class _Grammar:
         # otherwise run past them.
         firsts = "".join(text.strip()[:1] for text in (arguments.separator, closing))
         chars = _intersection(name_class(key_end), (True, firsts))
+        if self.quoted is not None:
+            # No quote either where a quote inside a string ends it only before the
+            # next key (compiler/quoted_strings.py): a key that held one would let a
+            # lexeme run on past a quote that ends a segment of the string.
+            chars = _intersection(chars, (True, QUOTES))
         # Nor, where the separator or the closing literal starts with the key's prefix,
         # with what follows the prefix there (a closer read as a unit).
         prefix = arguments.key_prefix.strip()
@@ -910,7 +950,9 @@ class _Grammar:
         # A value the reader finds the end of: a string between the format's quotes, a
         # JSON (or Python) value, or a bare word (read as text).
         options = []
-        if arguments.string_open:
+        if self.quoted is not None:
+            options.append(self.quoted_strings(closing))
+        elif arguments.string_open:
             opening, closing = arguments.string_open, arguments.string_close
             self.extend(
                 without(
@@ -924,7 +966,15 @@ class _Grammar:
         if arguments.syntax is not None:
             options += self.own_values(arguments.syntax)
         else:
-            options.append(f"{self.value_rules(arguments.literal == 'python')}-value")
+            prefix = self.value_rules(arguments.literal == "python")
+            if self.quoted is not None and len(self.quoted.quotes) == len(QUOTES):
+                # Every string a unit's value may be is the format's own (its quotes
+                # both): no Python string besides (one that ended at an escaped quote
+                # would end where the reader does not).
+                self.add("py-literal", _PY_LITERAL)
+                options.append("py-literal")
+            else:
+                options.append(f"{prefix}-value")
             options.append(
                 self.add("argument-word", _class(True, _NOT_IN_WORDS, repeated=True))
             )
@@ -934,10 +984,48 @@ class _Grammar:
             TOOL_RAW_VALUE=options[0] if arguments.string_open else "argument-word",
             TOOL_ANY_VALUE=value,
         )
+        if "py-literal" in options:
+            # At a unit's value (not inside a list or an object), a schema's strings
+            # and any values are the format's own (compiler/runtime/schema_gbnf.py).
+            self.hooks["TOOL_TOP_VALUES"] = {"py-string": options[0], "py-value": value}
         unit = self.add("argument", f"{self.add('argument-head', head)} {value}")
         following = self.add("argument-next-head", _join([separator, head]))
         more = self.add("argument-next", f"{following} {value}")
         return f"( {unit} {more}* )?", False
+
+    def quoted_strings(self, closing: str) -> str:
+        """Rules ``argument-string…`` for the strings of units whose reader ends one at
+        the first quote a follower follows (compiler/quoted_strings.py): each its
+        opening quote and text through its first quote, then segments through the next
+        quote that start with no follower; the rule of them all. A segment is a lexeme
+        (a rule made of strings and classes) and the string is none (``lexeme-break``
+        between them), so that llguidance decides at each quote whether the string
+        goes on: a segment dies at the byte a follower, which is the next lexemes of
+        the grammar (the separator and the next key, one lexeme; the closer, then the
+        section's closer or the next call's opening), is whole. Where a section
+        follows the calls, a segment that starts with the closer starts with its
+        lexeme, ``arguments-close``, as what follows a closing quote would."""
+        assert self.quoted is not None
+        close = self.named("arguments-close", self.closer(closing))
+        self.add(_BREAK, f'( "\\x00" {_BREAK} )?')
+        found = []
+        for index, (quote, escaped) in enumerate(self.quoted.quotes):
+            name = f"argument-string-{index}"
+            mark = literal(quote)
+            if escaped:
+                plain = char_class(quote + "\\", True)
+                text = f'( {plain} | "\\\\" {ANY_CHAR} )*'
+            else:
+                text = f"{char_class(quote, True)}*"
+            first = self.add(f"{name}-first", f"{mark} {text} {mark}")
+            more = []
+            for kind, ways in self.quoted.segments(separator_apart=False).items():
+                rule = f"{name}-{kind}"
+                self.extend(_segment_rules(rule, quoted_strings.segment(ways, quote, escaped)))
+                self.add(rule, _join([f"{rule}-0", mark]))
+                more.append(f"{_BREAK} {rule}" if kind == "plain" else f"{close} {rule}")
+            found.append(self.add(name, f"{first} ( {' | '.join(more)} )*"))
+        return self.add("argument-string", _alternatives(found))
 
     def own_values(self, syntax: ValueSyntax) -> list[str]:
         """Rules ``own-…`` for values in a syntax of the template's own, strings being

@@ -44,6 +44,8 @@ import string
 
 from ..charclass import NOT_IN_NAMES, class_body, marker_pieces, name_class
 from ..model import KEY_SLOT, Format, ValueSyntax
+from .. import quoted_strings
+from ..quoted_strings import QUOTES, SPACES, Way
 from ..runtime.lark import _lark_regex as rx
 from ..runtime.schema_gbnf import WS_BLANKS, WS_REGEX, ws_fits
 
@@ -279,7 +281,7 @@ class _Lark:
         """The characters a name or id hole may hold (every literal that may end it
         ends it), as a regular expression."""
         assert self.calls is not None
-        chars = (True, "")
+        chars = (True, QUOTES if quoted_strings.strings(self.fmt) is not None else "")
         for part, options in zip(self.calls.parts, self.calls.part_options, strict=True):
             if part.hole == hole:
                 for text in (part.after, *(text for text, _ in options)):
@@ -409,6 +411,8 @@ class _Lark:
         self.out["arguments"] = "units"
         # A key holds no space and does not start what may come instead of a unit.
         firsts = "".join(text.strip()[:1] for text in (arguments.separator, closing))
+        if quoted_strings.strings(self.fmt) is not None:
+            firsts += QUOTES  # (no quote: as the GBNF's key, compiler/codegen/gbnf.py)
         self.out["key"] = _class(_intersection(name_class(arguments.key_end), (True, firsts))) + "+"
         key_head = self.marker(arguments.key_prefix) + WS + "%%KEY%%" + WS
         start = arguments.value_start
@@ -470,7 +474,14 @@ class _Lark:
             return
         # A value the reader finds the end of: a string between the format's marks
         # (or quotes), a JSON (or Python) value, a word; or values of its own syntax.
-        if arguments.string_open:
+        quoted = quoted_strings.strings(self.fmt)
+        if quoted is not None:
+            string_rule = self.quoted_strings(quoted, self.closer(closing))
+            self.out["enum-refuse"] = arguments.string_close
+            self.out["enum"] = rx(arguments.string_open) + "%%TEXT%%" + rx(arguments.string_close)
+            if arguments.string_quotes_also:
+                self.out["enum-also"] = "".join(arguments.string_quotes_also)
+        elif arguments.string_open:
             opening, close = rx(arguments.string_open), rx(arguments.string_close)
             if arguments.quoted_strings:
                 quote = arguments.string_open
@@ -498,6 +509,9 @@ class _Lark:
         else:
             value = self.values(literal == "python")
             word = self.add("ARG_WORD", f"/{_class((True, _NOT_IN_WORDS))}+/")
+            if quoted is not None and len(quoted.quotes) == len(QUOTES):
+                # no Python string besides the format's own (as the GBNF's py-literal)
+                value = "py_object | py_array | NUMBER | PY_WORD"
             options = ([string_rule] if arguments.string_open else []) + [value, word]
         self.add("arg_value", " | ".join(options))
         self.out["unit-text"] = f"%%RULE%%: /{head}/ arg_value\n"
@@ -507,6 +521,33 @@ class _Lark:
             # Objects and arrays in the template's own syntax, held to their schema
             # by the GBNF's rules for such a value (``%%TYPED%%``).
             self.out["unit-typed"] = f"%%RULE%%: /{head}/ %%TYPED%%\n"
+
+    def quoted_strings(self, quoted, closer: str) -> str:
+        """Rules ``arg_string…`` for the strings of units whose reader ends one at the
+        first quote a follower follows (compiler/quoted_strings.py), as the GBNF's
+        (compiler/codegen/gbnf.py, ``quoted_strings``): each its opening quote and
+        text through its first quote (a terminal), then segments through the next
+        quote (terminals) that start with no follower; the rule of them all. Here
+        the separator is a lexeme of its own before the next unit's, and the call's
+        closer one before the section's closer or the next call's opening: a segment
+        that starts with either starts with that lexeme (``closer``: the call's)."""
+        separator = self.out["separator"]
+        found = []
+        for index, (quote, escaped) in enumerate(quoted.quotes):
+            name = f"ARG_STRING_{index}"
+            mark = rx(quote)
+            if escaped:
+                text = f"(?:[^{mark}\\\\]|\\\\(?s:.))*"
+            else:
+                text = f"[^{mark}]*"
+            self.add(name, f"/{mark}{text}{mark}/")
+            more = []
+            lead = {"plain": "", "separator": separator + " ", "closer": f"/{closer}/ "}
+            for kind, ways in quoted.segments(separator_apart=True).items():
+                body = f"/{text}{mark}/ & ~/{_ways(ways)}(?s:.*)/"
+                more.append(lead[kind] + self.add(f"{name}_{kind.upper()}", body))
+            found.append(self.add(f"arg_string_{index}", f"{name} ({' | '.join(more)})*"))
+        return self.add("arg_string", " | ".join(found))
 
     def calls_rules(self) -> None:
         """Where the calls begin (after the trigger, or from their opener) and what
@@ -660,6 +701,26 @@ class _Lark:
         found = {part: self.out.get(part) or self.text(part) for part in parts}
         found.update((key, value) for key, value in self.out.items() if key not in found)
         return found
+
+
+def _ways(ways: tuple[Way, ...]) -> str:
+    """Followers (compiler/quoted_strings.py) as a regular expression that matches
+    any of them."""
+    written = ["".join(_step(chars) + "*" * repeated for chars, repeated in way) for way in ways]
+    return _any_of(written)
+
+
+def _step(chars: tuple[bool, str]) -> str:
+    """A class of a follower's step as a regular expression: one character as
+    itself; ``str.isspace``'s whitespace as Unicode's (``\\s``, Rust's) and the four
+    separators below the space that Python counts as whitespace too."""
+    negated, members = chars
+    if not negated and len(members) == 1:
+        return rx(members)
+    if not set(SPACES) <= set(members):
+        return _class(chars)
+    rest = "".join(sorted(set(members) - set(SPACES)))
+    return "[" + ("^" if negated else "") + r"\s\x{1c}-\x{1f}" + class_body(rest, rx) + "]"
 
 
 def _shape(shape: list) -> str:

@@ -41,6 +41,7 @@ What each part means:
 
 from __future__ import annotations
 
+from .. import quoted_strings
 from ..charclass import WS_CHARS, name_class
 from ..model import KEY_SLOT, Calls, Format, Part
 from . import gbnf
@@ -128,7 +129,7 @@ def _calls(fmt: Format) -> dict | None:
         "separator": calls.separator,
         "variants": _variants(calls, start, stops),
         "json": _json(calls),
-        "arguments": _arguments(calls),
+        "arguments": _arguments(calls, fmt),
         "bare": bare,
         "content_openers": openers,
         "name_escapes": [list(pair) for pair in calls.name_escapes],
@@ -238,7 +239,7 @@ def _orders(keys: list[str]) -> list[list[str]]:
     return out
 
 
-def _arguments(calls: Calls) -> dict | None:
+def _arguments(calls: Calls, fmt: Format) -> dict | None:
     arguments = calls.arguments
     if arguments is None or not arguments.units:
         return None
@@ -252,7 +253,7 @@ def _arguments(calls: Calls) -> dict | None:
             "false": syntax.false_word,
             "grammar": _own_grammar(arguments.string_open, arguments.string_close, syntax),
         }
-    return {
+    found = {
         "key_prefix": arguments.key_prefix,
         "key_end": arguments.key_end,
         "value_start": arguments.value_start,
@@ -276,6 +277,12 @@ def _arguments(calls: Calls) -> dict | None:
         # Where no suffix ends a value, what a value the schema cannot type may be.
         "value_grammar": None if arguments.suffixed else _value_grammar(arguments.literal),
     }
+    if quoted_strings.strings(fmt) is not None:
+        # The reader ends a string at the first quote a follower follows
+        # (compiler/quoted_strings.py): a unit's string, and any value, are the GBNF's
+        # rules for them (TOOL_RAW_VALUE, TOOL_ANY_VALUE), which end it there too.
+        found["quoted"] = True
+    return found
 
 
 def _value_grammar(literal: str) -> str:

@@ -706,8 +706,12 @@ def _literal_step(text, at, literal, final):
 
 def _name_step(text, at, literal, word, final):
     """The end of a name written at ``at`` up to ``literal`` (at most 256 characters,
-    no whitespace; a ``word``: letters, digits and ``_-.:`` only); False, or None
-    where the text ends in it (not ``final``)."""
+    no whitespace and no quote; a ``word``: letters, digits and ``_-.:`` only);
+    False, or None where the text ends in it (not ``final``). A name holds no quote
+    (a key or a function's name is a word the template writes bare), so what follows
+    a value never takes in the string's closing quote: a quote inside a string is its
+    end only by the text between it and the next quote, which the grammars can say
+    (compiler/quoted_strings.py)."""
     at = _space_end(text, at)
     stop = (_pieces(literal)[0] or [" "])[0][0]
     start = at
@@ -716,8 +720,8 @@ def _name_step(text, at, literal, word, final):
         while at < limit and text[at] != stop and _in_word(text[at]):
             at += 1
     while at < limit and text[at] != stop and not text[at].isspace():
-        if word:
-            return False  # what ends the word is not the key's end
+        if word or text[at] in "'\"":
+            return False  # what ends the word (or a quote) is not the key's end
         at += 1
     if at == len(text) and not final:
         return None  # the name may go on

@@ -245,6 +245,10 @@ TOOL_VALUE_CLOSE_EXACT: str = _given("TOOL_VALUE_CLOSE_EXACT", "")
 TOOL_CLOSE: str = _given("TOOL_CLOSE", "")
 TOOL_RAW_KINDS: tuple[str, ...] = _given("TOOL_RAW_KINDS", ())
 TOOL_KEY_CHARS: tuple[bool, str, str] = _given("TOOL_KEY_CHARS", (True, "", ""))
+# Where a unit's value (not inside a list or an object) is read otherwise than the
+# same value inside one (strings the reader ends at a follower: compiler/
+# quoted_strings.py), the rules that stand there for these.
+TOOL_TOP_VALUES: dict[str, str] = _given("TOOL_TOP_VALUES", {})
 # The grammars of the other tool_choice and parallel_tool_calls settings: (choice,
 # parallel, enable_thinking as OPENED_BY_PROMPT; "tools" for GBNF_TOOLS) → the rules
 # that differ from that thinking setting's grammar's.

@@ -53,6 +53,7 @@ from .format import (
     TOOL_KEY_CHARS,
     TOOL_RAW_KINDS,
     TOOL_RAW_VALUE,
+    TOOL_TOP_VALUES,
     TOOL_UNIT,
     TOOL_UNIT_EXACT,
     TOOL_UNIT_SEPARATOR,
@@ -582,6 +583,8 @@ class _Arguments:
         value = self._value(schema)
         if value is None:
             return None
+        if TOOL_TOP_VALUES:
+            value = _renamed(value, TOOL_TOP_VALUES)  # the format's own, here
         kind = schema.get("type") if isinstance(schema, dict) else None
         if kind == "string" and listed is None and self.style != "own":
             if _bound(schema, "minLength") or _bound(schema, "maxLength") is not None:

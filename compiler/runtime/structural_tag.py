@@ -9,9 +9,24 @@ from __future__ import annotations
 
 import copy
 
-from .format import _STRUCTURAL_TAG, CONTENT_AS_UNIT, GBNF_TOOLS
+from .format import (
+    _STRUCTURAL_TAG,
+    CONTENT_AS_UNIT,
+    GBNF_TOOLS,
+    TOOL_ANY_VALUE,
+    TOOL_RAW_VALUE,
+    TOOL_TOP_VALUES,
+)
 from .grammar import _require, _tool_choice
-from .schema_gbnf import WS_LONGEST, WS_REGEX, _Arguments, _rules, _written, ws_fits
+from .schema_gbnf import (
+    WS_LONGEST,
+    WS_REGEX,
+    _Arguments,
+    _renamed,
+    _rules,
+    _written,
+    ws_fits,
+)
 from .text import _setting
 from .tools import _tools_given
 from .values import _resolved, _schema_kinds, _self_contained, _sorted_keys
@@ -498,8 +513,11 @@ def _value(units, schema, root):
     )
     opening, closing = units["string_open"], units["string_close"]
     quotes = units.get("quotes_also") or ()
+    quoted = units.get("quoted")
     if strings:
         if choices is None:
+            if quoted:
+                return _grammar(_format_rule(TOOL_RAW_VALUE)), "typed"
             if opening:
                 found = [_tag(q, _any(), q) for q in quotes]
                 return _one_of([_tag(opening, _any(), closing)] + found), "typed"
@@ -527,7 +545,9 @@ def _value(units, schema, root):
             grammar = _typed_value(schema, root)
             return (_grammar(grammar), "typed") if grammar else (_any(), "raw")
         return _grammar(own["grammar"]), "typed"
-    if units["value_grammar"] is None:
+    if quoted:
+        anything = _grammar(_format_rule(TOOL_ANY_VALUE)), "typed"
+    elif units["value_grammar"] is None:
         anything = _any(), "raw"
     else:
         anything = _grammar(units["value_grammar"]), "typed"
@@ -554,11 +574,18 @@ def _value(units, schema, root):
 def _typed_value(schema, root):
     """EBNF of the values ``schema`` admits (its ``$ref``s looked up in ``root``) as
     the format writes them, Python literals or a syntax of its own: the GBNF's rules
-    for a value (schema_gbnf, on the format's own rules); None where no value
+    for a unit's value (schema_gbnf, on the format's own rules); None where no value
     fits."""
     rules = _rules(GBNF_TOOLS or "")
     value = _Arguments(rules, "value", root, False, False)._value(schema)
     if value is None:
         return None
-    rules["root"] = value
+    rules["root"] = _renamed(value, TOOL_TOP_VALUES)
+    return _written(rules)
+
+
+def _format_rule(text):
+    """EBNF of the GBNF text ``text`` on the format's own rules (a unit's value)."""
+    rules = _rules(GBNF_TOOLS or "")
+    rules["root"] = text
     return _written(rules)

@@ -27,6 +27,7 @@ import json
 
 import pytest
 
+from tests import quoted_samples as quoted
 from tests import roundtrip as rt
 from tests.fallback_outputs import TOOLS as FALLBACK_TOOLS
 from tests.fallback_outputs import broken, fallback_slugs, format_of, outputs
@@ -402,3 +403,26 @@ def test_fallback_calls(slug):
     tag = _tag(slug, FALLBACK_TOOLS)
     wrong += [("broken", o.name, broken(o)) for o in found.values() if accepts(tag, broken(o))]
     assert not wrong, wrong
+
+
+# --- strings with a quote inside (compiler/quoted_strings.py) --------------------------
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "any value"])
+def test_a_string_ends_where_parse_ends_it(typed):
+    """As tests/test_quoted_strings.py's, through xgrammar, for LFM2.5 (strings between
+    single quotes as written, or double quotes with escapes): what the tag accepts,
+    ``parse`` reads as that one call, its string as written; what ``parse`` reads so,
+    the tag accepts where the string's whitespace is ASCII."""
+    slug = "lfm2_5_8b_a1b"
+    module = rt.module(slug)
+    tools = quoted.TOOLS if typed else quoted.UNTYPED
+    tag = _tag(slug, tools)
+    for quote, _ in quoted.quotes(module):
+        for wide, pieces in ((False, quoted.PIECES), (True, quoted.WIDE)):
+            for body in quoted.bodies(f"{slug} {quote} {typed} {wide}", pieces):
+                text = quoted.SHAPES[slug].format(quote + body + quote)
+                read = quoted.read_as_meant(module, text, body, quote, tools)
+                taken = accepts(tag, text)
+                assert read or not taken, f"the tag takes what parse reads otherwise: {text!r}"
+                assert taken or not read or wide, f"the tag refuses what parse reads: {text!r}"
