@@ -7466,7 +7466,9 @@ def _unit(units, key, schema, root):
         suffix = suffix.replace(units["key_slot"], written)
     value, kind = _value(units, schema if isinstance(schema, dict) else {}, root)
     prefix, key_end = units["key_prefix"], units["key_end"]
-    head = [_space(_lead(prefix))] + ([_const(prefix.strip())] if prefix.strip() else [])
+    head = [_space(_lead(prefix))]
+    if prefix.strip():
+        head.append(_const(prefix.strip()))
     head += [_SPACE, _const(written), _space(_lead(key_end)), _const(key_end.strip())]
     last = key_end
     if units["value_start"]:
