@@ -565,6 +565,24 @@ def _make_tool_case(slug: str, kind: Kind, spec: dict, template: ChatTemplate):
 # checking a case
 
 
+def build_invented(out, names=None):
+    """Build the invented templates (tests/invented/; only ``names`` where given)
+    into ``out`` as a user's templates are built: specs in ``out/specs``, modules in
+    ``out/generated``. Returns the build's report."""
+    from compiler.build import build
+    from compiler.sources import discover
+
+    folder = os.path.join("tests", "invented")
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # specs record template paths relative to the repository
+    try:
+        paths = None if names is None else [os.path.join(folder, f"{n}.jinja") for n in names]
+        found = discover(folder) if paths is None else discover(None, paths)
+        return build(found, str(out / "specs"), str(out / "generated"), log=lambda m: None)
+    finally:
+        os.chdir(cwd)
+
+
 def module(slug: str):
     return importlib.import_module(f"generated.{slug}")
 

@@ -9,10 +9,8 @@ import os
 
 import pytest
 
-from compiler.build import build
 from compiler.loader import load_generated
 from compiler.render import EOS_PLACEHOLDER
-from compiler.sources import discover
 from tests import roundtrip as rt
 
 INVENTED = os.path.join("tests", "invented")
@@ -21,13 +19,7 @@ INVENTED = os.path.join("tests", "invented")
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("invented")
-    cwd = os.getcwd()
-    os.chdir(rt.ROOT)  # INVENTED is a path from the repository
-    try:
-        report = build(discover(INVENTED), str(out / "specs"), str(out / "generated"), log=lambda m: None)
-    finally:
-        os.chdir(cwd)
-    return out, report
+    return out, rt.build_invented(out)
 
 
 def _parsers(out):

@@ -19,15 +19,12 @@ double quotes with escapes, with and without a section around the calls):
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
 pytest.importorskip("llguidance")
 
-from compiler.build import build  # noqa: E402
 from compiler.loader import load_generated  # noqa: E402
-from compiler.sources import discover  # noqa: E402
 from tests import roundtrip as rt  # noqa: E402
 from tests.test_grammar import GrammarError  # noqa: E402
 from tests.test_grammar import _matcher as gbnf_matcher  # noqa: E402
@@ -53,13 +50,7 @@ INVENTED = [slug for slug in SHAPES if slug != "lfm2_5_8b_a1b"]
 def modules(tmp_path_factory):
     """The formats, the invented ones compiled as a user's templates are."""
     out = tmp_path_factory.mktemp("quoted")
-    cwd = os.getcwd()
-    os.chdir(rt.ROOT)  # specs record template paths relative to the repository
-    try:
-        paths = [os.path.join("tests", "invented", f"{name}.jinja") for name in INVENTED]
-        build(discover(None, paths), str(out / "specs"), str(out / "generated"), log=lambda m: None)
-    finally:
-        os.chdir(cwd)
+    rt.build_invented(out, INVENTED)
     found = {name: load_generated(out / "generated", name) for name in INVENTED}
     found["lfm2_5_8b_a1b"] = rt.module("lfm2_5_8b_a1b")
     return found

@@ -300,17 +300,8 @@ def test_value_kinds():
 @pytest.fixture(scope="module")
 def invented(tmp_path_factory):
     """The invented templates (tests/invented/), built as a user's would be."""
-    from compiler.build import build
-    from compiler.sources import discover
-
     out = tmp_path_factory.mktemp("invented")
-    cwd = os.getcwd()
-    os.chdir(rt.ROOT)  # specs record template paths relative to the repository
-    try:
-        build(discover(os.path.join("tests", "invented")), str(out / "specs"),
-              str(out / "generated"), log=lambda message: None)  # fmt: skip
-    finally:
-        os.chdir(cwd)
+    rt.build_invented(out)
     return out
 
 

@@ -27,9 +27,7 @@ import random
 
 import pytest
 
-from compiler.build import build
 from compiler.loader import load_generated
-from compiler.sources import discover
 from tests import roundtrip as rt
 from tests.test_deviations import calls, expect
 from tests.test_stream import merge, streamed
@@ -41,13 +39,7 @@ INVENTED = ("muse_keyval", "pylist_raw_calls", "pyrepr_calls", "python_calls", "
 def invented(tmp_path_factory):
     """The invented templates these tests use, compiled as a user's templates are."""
     out = tmp_path_factory.mktemp("tolerance")
-    cwd = os.getcwd()
-    os.chdir(rt.ROOT)  # specs record template paths relative to the repository
-    try:
-        paths = [os.path.join("tests", "invented", f"{name}.jinja") for name in INVENTED]
-        build(discover(None, paths), str(out / "specs"), str(out / "generated"), log=lambda m: None)
-    finally:
-        os.chdir(cwd)
+    rt.build_invented(out, INVENTED)
     modules = {}
     for name in INVENTED:
         modules[name] = load_generated(out / "generated", name)
