@@ -225,7 +225,7 @@ GBNF = (
     "tool-arguments ::= json-object\n"
     'call-open ::= ws "," ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "call-next ::= call-open tool-arguments json-close\n"
-    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end\n'
+    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-open-2 ::= ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "calls-rest ::= call-open-2 tool-arguments json-close calls-more\n"
@@ -262,7 +262,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-object\n"
     'call-open ::= ws "," ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "call-next ::= call-open tool-arguments json-close\n"
-    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end\n'
+    'calls-more-part ::= ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-open-2 ::= "<|tools_prefix|>[" ws "{" ws "\\"" tool-name "\\"" ws ":" ws\n'
     "calls-root ::= call-open-2 tool-arguments json-close calls-more\n"
@@ -272,14 +272,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" ){0,3} end',
         "call-open": 'ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "call-open tool-arguments json-close calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" ){0,3} end',
         "call-open": 'ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "call-open tool-arguments json-close calls-rest-part",
@@ -287,7 +287,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" )* end',
+        "calls-more": 'ws "]<|tools_suffix|>" ( ws "<|assistant_end|><|user_start|>" ){0,3} end',
         "call-open": '"<|tools_prefix|>[" ws "{" ws "\\"" tool-name "\\"" ws ":" ws',
         "calls-root-part": "calls-more",
         "calls-root": "call-open tool-arguments json-close calls-root-part",
@@ -327,7 +327,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|tools_prefix\\|>/ & ~/(?s:.*)<\\|tools_prefix\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tools_suffix\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|assistant_end\\|><\\|user_start\\|>)*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tools_suffix\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|assistant_end\\|><\\|user_start\\|>){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -301,7 +301,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws ">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -375,7 +375,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<seed:tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<seed:tool_call>\\n<function=" ws tool-name ws ">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -385,7 +385,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -395,14 +395,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) )* end',
+        "calls-more": '( ws ( "<seed:eos>" | "<seed:bos>user" | "<seed:bos>tool" | "<seed:bos>system" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -495,7 +495,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<seed:tool_call>/ & ~/(?s:.*)<seed:tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<seed:eos>|<seed:bos>user|<seed:bos>tool|<seed:bos>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<seed:eos>|<seed:bos>user|<seed:bos>tool|<seed:bos>system)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<seed:think>(?s:.*)<\\/seed:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<seed:think>(?s:.*)<\\/seed:think>(?s:.+)/\n"

@@ -300,7 +300,7 @@ GBNF = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -417,7 +417,7 @@ _GRAMMAR_NO_THINKING = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -495,7 +495,7 @@ GBNF_TOOLS = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -507,7 +507,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -520,7 +520,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -535,7 +535,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -544,7 +544,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-trig calls-rest | content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -630,7 +630,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|START_ACTION\\|>/ & ~/(?s:.*)<\\|START_ACTION\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>|<\\|END_ACTION\\|>|<\\|END_OF_TURN_TOKEN\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>|<\\|END_ACTION\\|>|<\\|END_OF_TURN_TOKEN\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -302,7 +302,7 @@ GBNF = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -393,7 +393,7 @@ GBNF_TOOLS = (
     'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end\n'
+    'calls-more-part ::= ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -405,7 +405,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) ){0,3} end',
         "call-first-name": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -423,7 +423,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) ){0,3} end',
         "call-first-name": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": 'ws "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -441,7 +441,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | end",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) )* end',
+        "calls-more": 'ws "]" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" | "<|END_ACTION|>" ) ){0,3} end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
@@ -526,7 +526,7 @@ _LARK = {
         "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)<\\|START_ACTION\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_RESPONSE\\|>(?s:.*)(?:<\\|END_RESPONSE\\|>|<\\|START_ACTION\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_ACTION\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>|<\\|END_ACTION\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

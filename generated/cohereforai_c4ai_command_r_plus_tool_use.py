@@ -239,7 +239,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -283,7 +283,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end\n'
+    'calls-more-part ::= ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "Action:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "Action:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
@@ -294,7 +294,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -302,7 +302,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -311,7 +311,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) )* end',
+        "calls-more": 'ws "]```" ( ws ( "<|END_OF_TURN_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><results>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" ) ){0,3} end',
         "call-first-name": '"Action:\\n```json\\n[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"Action:\\n```json\\n[" ws "{" ws "\\"parameters\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -356,7 +356,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)Action:\\x{a}```json\\x{a}\\[/ & ~/(?s:.*)Action:\\x{a}```json\\x{a}\\[(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]```(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><results>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]```(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_OF_TURN_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><results>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -273,7 +273,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -363,7 +363,7 @@ _GRAMMAR_THINKING = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -415,7 +415,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws\n'
     'calls-root-part ::= ws "```<｜tool▁call▁end｜>"\n'
@@ -426,7 +426,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -436,7 +436,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -448,7 +448,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -459,13 +459,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, None): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>" ) ){0,3} end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws',
         "calls-root-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -544,7 +544,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜tool▁calls▁begin｜>/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

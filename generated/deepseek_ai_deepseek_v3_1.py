@@ -264,7 +264,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -354,7 +354,7 @@ _GRAMMAR_THINKING = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -406,7 +406,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>" ws tool-name ws "<｜tool▁sep｜>" ws "{" ws\n'
     'calls-root-part ::= ws "<｜tool▁call▁end｜>"\n'
@@ -417,7 +417,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -427,7 +427,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -439,7 +439,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
@@ -450,13 +450,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, None): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁output▁begin｜>" ) ){0,3} end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>" ws tool-name ws "<｜tool▁sep｜>" ws "{" ws',
         "calls-root-part": 'ws "<｜tool▁call▁end｜>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -535,7 +535,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜tool▁calls▁begin｜>/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁output▁begin｜>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁output▁begin｜>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

@@ -357,7 +357,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -474,7 +474,7 @@ _GRAMMAR_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -549,7 +549,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<｜DSML｜function_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -559,7 +559,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -569,7 +569,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -581,7 +581,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -592,13 +592,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, None): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜function_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<function_results>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -703,7 +703,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜DSML｜function_calls>/ & ~/(?s:.*)<｜DSML｜function_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜function_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<function_results>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜function_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<function_results>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

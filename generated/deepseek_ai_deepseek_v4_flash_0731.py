@@ -347,7 +347,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -456,7 +456,7 @@ _GRAMMAR_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -531,7 +531,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end\n'
+    'calls-more-part ::= ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<｜DSML｜tool_calls>" ws "<｜DSML｜invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -541,7 +541,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -551,7 +551,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -563,7 +563,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -574,13 +574,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, None): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) )* end',
+        "calls-more": 'ws "</｜DSML｜tool_calls>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜User｜><tool_result>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -685,7 +685,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜DSML｜tool_calls>/ & ~/(?s:.*)<｜DSML｜tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜User｜><tool_result>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

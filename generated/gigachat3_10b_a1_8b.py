@@ -323,7 +323,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ( ws "<|message_sep|>" )?\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -369,7 +369,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ( ws "<|message_sep|>" )?\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -381,7 +381,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": '( ws "<|message_sep|>" )? calls-more',
@@ -389,7 +389,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": '( ws "<|message_sep|>" )? calls-more',
@@ -398,7 +398,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|message_sep|>\\n\\nfunction call<|role_sep|>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": '( ws "<|message_sep|>" )? calls-more',
@@ -449,7 +449,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|message_sep\\|>/ & ~/(?s:.*)<\\|message_sep\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -263,7 +263,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -307,7 +307,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|function_call|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|function_call|>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -318,7 +318,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -326,7 +326,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -335,7 +335,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) )* end',
+        "calls-more": '( ws ( "<|message_sep|>" | "</s>" | "user<|role_sep|>" | "function result<|role_sep|>" | "system<|role_sep|>" ) ){0,3} end',
         "call-first-name": '"<|function_call|>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|function_call|>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -380,7 +380,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|function_call\\|>/ & ~/(?s:.*)<\\|function_call\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

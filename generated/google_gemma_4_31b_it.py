@@ -408,7 +408,7 @@ GBNF = (
     'calls-after-body-14b-1 ::= [<] | "l" calls-after-body-15b-1\n'
     'calls-after-body-15b-0 ::= [^<l] | "l" [^:<]\n'
     'calls-after-body-15b-1 ::= [<] | "l" [<]\n'
-    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-body end )\n'
+    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-body end )\n'
     "calls-more ::= call-next* calls-after\n"
     'calls-rest-part ::= ws tool-name ws "{"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -551,7 +551,7 @@ GBNF_TOOLS = (
     'calls-after-body-14b-1 ::= [<] | "l" calls-after-body-15b-1\n'
     'calls-after-body-15b-0 ::= [^<l] | "l" [^:<]\n'
     'calls-after-body-15b-1 ::= [<] | "l" [<]\n'
-    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) )* end | calls-after-body end )\n'
+    'calls-after ::= ( ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-0 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-1 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-2 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-closed-3 ( ws ( "<turn|>" | "<|turn>user" | "<|turn>system" | "<|tool_response>" ) ){0,3} end | calls-after-body end )\n'
     "calls-more ::= call-next* calls-after\n"
     'calls-root-part ::= "<|tool_call>call:" ws tool-name ws "{"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -671,7 +671,7 @@ _LARK = {
         "AFTER_CLOSED_2: /(?s:.*)<\\|turn>system/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
         "AFTER_CLOSED_3: /(?s:.*)<\\|tool_response>/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.+)/\n"
         "AFTER: /(?s:.*)/ & ~/(?s:.*)(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>|<\\|tool_call>)(?s:.*)/\n"
-        "calls_after: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_0 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_1 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_2 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_3 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER\n"
+        "calls_after: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_0 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_1 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_2 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER_CLOSED_3 /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<turn\\|>|<\\|turn>user|<\\|turn>system|<\\|tool_response>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ | AFTER\n"
         "calls_more: calls_after\n"
         'ARG_STRING: /<\\|"\\|>(?s:.*)<\\|"\\|>/ & ~/<\\|"\\|>(?s:.*)<\\|"\\|>(?s:.+)/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"

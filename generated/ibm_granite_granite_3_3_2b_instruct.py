@@ -245,7 +245,7 @@ GBNF = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "</call>"\n'
     "calls-full ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part calls-more\n"
@@ -324,7 +324,7 @@ GBNF_TOOLS = (
     "call-01 ::= call-then-name call-11\n"
     'call-next-part ::= ws "</call>"\n'
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<call>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -336,7 +336,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ){0,3} end',
         "calls-full-part": 'ws "</call>" calls-more',
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -348,7 +348,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ){0,3} end',
         "calls-full-part": 'ws "</call>" calls-more',
         "calls-full": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-full-part",
         "calls-rest-part": 'ws "</call>" calls-more',
@@ -360,7 +360,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | text-body end",
     },
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) )* end',
+        "calls-more": '( ws ( "<|end_of_text|>" | "<|start_of_role|>user<|end_of_role|>" | "<|start_of_role|>system<|end_of_role|>" ) ){0,3} end',
         "call-first-name": '"<call>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<call>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": 'ws "</call>" calls-more',
@@ -439,7 +439,7 @@ _LARK = {
         "TEXT_TRIG: /(?s:.*)<call>/ & ~/(?s:.*)<call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end_of_text\\|>|<\\|start_of_role\\|>user<\\|end_of_role\\|>|<\\|start_of_role\\|>system<\\|end_of_role\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end_of_text\\|>|<\\|start_of_role\\|>user<\\|end_of_role\\|>|<\\|start_of_role\\|>system<\\|end_of_role\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -280,7 +280,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call_end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end\n'
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<|tool_call_end|>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -318,7 +318,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call_end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end\n'
+    'calls-more-part ::= ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|tool_call_end|>"\n'
@@ -329,20 +329,20 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ){0,3} end',
         "calls-rest-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ){0,3} end',
         "calls-rest-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) )* end',
+        "calls-more": 'ws "<|tool_calls_section_end|>" ( ws ( "<|im_end|>" | "<|im_user|>user<|im_middle|>" | "<|im_system|>system<|im_middle|>" ) ){0,3} end',
         "arguments-open": '"<|tool_calls_section_begin|>" ws "<|tool_call_begin|>functions." ws tool-name ws ":" ws [0-9]+ ws "<|tool_call_argument_begin|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call_end|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -392,7 +392,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|tool_calls_section_begin\\|>/ & ~/(?s:.*)<\\|tool_calls_section_begin\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls_section_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls_section_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_user\\|>user<\\|im_middle\\|>|<\\|im_system\\|>system<\\|im_middle\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

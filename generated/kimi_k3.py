@@ -425,7 +425,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-full ::= calls-full-part tool-arguments calls-more\n"
@@ -631,7 +631,7 @@ _GRAMMAR_NO_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-full-part ::= ws "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-full ::= calls-full-part tool-arguments calls-more\n"
@@ -748,7 +748,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end\n'
+    'calls-more-part ::= ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<|open|>tools<|sep|>" ws "<|open|>call tool=\\"" ws tool-name ws "\\" index=\\"" ws [0-9]+ ws "\\"<|sep|>"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -758,7 +758,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -770,7 +770,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -787,7 +787,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end',
         "calls-full-part-2": "calls-more",
         "calls-full": "calls-full-part tool-arguments calls-full-part-2",
         "calls-rest-part-2": "calls-more",
@@ -799,7 +799,7 @@ _GRAMMAR_CHOICES = {
         "reply": "content-open-closed | content-open-body | content-closed end | content-body end | end",
     },
     ("auto", False, "tools"): {
-        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) )* end',
+        "calls-more": 'ws "<|close|>tools<|sep|>" ( ws ( "<|close|>message<|sep|><|end_of_msg|>" | "<|open|>message" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -910,7 +910,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|open\\|>/ & ~/(?s:.*)(?:<\\|close\\|>response<\\|sep\\|>|<\\|open\\|>)(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}tools<\\|sep\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|close\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}tools<\\|sep\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|close\\|>message<\\|sep\\|><\\|end_of_msg\\|>|<\\|open\\|>message)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|open\\|>think<\\|sep\\|>)?(?s:.*)<\\|close\\|>think<\\|sep\\|>(?s:.+)/\n"

@@ -515,7 +515,7 @@ GBNF = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
+    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "("\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -801,7 +801,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= ( argument argument-next* )? arguments-close\n"
     'call-next-part ::= ws "," ws tool-name ws "("\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end\n'
+    'calls-more-part ::= ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<|tool_call_start|>[" ws tool-name ws "("\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -811,7 +811,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -821,14 +821,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) )* end',
+        "calls-more": 'ws "]<|tool_call_end|>" ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool" | "<|im_start|>system" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -920,7 +920,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<\\|tool_call_start\\|>/ & ~/(?s:.*)<\\|tool_call_start\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tool_call_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\|tool_call_end\\|>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool|<\\|im_start\\|>system)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         "ARG_STRING_0: /'[^']*'/\n"
         "ARG_STRING_0_PLAIN: /[^']*'/ & ~/(?:[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'=][^\\s\\x{1c}-\\x{1f}\"'=]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}][\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}][^\\s\\x{1c}-\\x{1f}\\x{0}-\\x{8}\\x{e}-\\x{1b}!-,\\/;-@\\[-\\^`\\{-\\x{7f}]*[\\s\\x{1c}-\\x{1f}]*=|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*\\]<\\|tool_call_end\\|>|[\\s\\x{1c}-\\x{1f}]*\\)[\\s\\x{1c}-\\x{1f}]*,[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'\\(][^\\s\\x{1c}-\\x{1f}\"'\\(]*[\\s\\x{1c}-\\x{1f}]*\\(|[\\s\\x{1c}-\\x{1f}]*,|[\\s\\x{1c}-\\x{1f}]*\\))(?s:.*)/\n"
         "ARG_STRING_0_SEPARATOR: /[^']*'/ & ~/[\\s\\x{1c}-\\x{1f}]*[^\\s\\x{1c}-\\x{1f}\"'=][^\\s\\x{1c}-\\x{1f}\"'=]*[\\s\\x{1c}-\\x{1f}]*=(?s:.*)/\n"

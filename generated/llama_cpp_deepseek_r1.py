@@ -254,7 +254,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -309,7 +309,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "```<｜tool▁call▁end｜>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) )* end\n'
+    'calls-more-part ::= ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws\n'
     'calls-root-part ::= ws "```<｜tool▁call▁end｜>"\n'
@@ -320,7 +320,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
@@ -330,14 +330,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) ){0,3} end',
         "calls-rest-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) )* end',
+        "calls-more": 'ws "<｜tool▁calls▁end｜>" ( ws ( "<｜end▁of▁sentence｜>" | "<｜User｜>" | "<｜tool▁outputs▁begin｜>" ) ){0,3} end',
         "arguments-open": '"<｜tool▁calls▁begin｜>" ws "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" ws tool-name ws "```json" ws "{" ws',
         "calls-root-part": 'ws "```<｜tool▁call▁end｜>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -416,7 +416,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<｜tool▁calls▁begin｜>/ & ~/(?s:.*)<｜tool▁calls▁begin｜>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁outputs▁begin｜>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜tool▁calls▁end｜>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜end▁of▁sentence｜>|<｜User｜>|<｜tool▁outputs▁begin｜>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

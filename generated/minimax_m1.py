@@ -221,7 +221,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
+    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-more\n"
     "reply ::= content-body end | content-trig calls-rest\n"
@@ -263,7 +263,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end\n'
+    'calls-more-part ::= ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -274,20 +274,20 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ){0,3} end',
         "calls-rest-part": "calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ){0,3} end',
         "calls-rest-part": "calls-more",
         "calls-rest": "( call-first-name call-10 | call-first-arguments tool-arguments call-01 ) calls-rest-part",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) )* end',
+        "calls-more": 'ws "</tool_calls>" ( ws ( "<end_of_sentence>" | "<beginning_of_sentence>user" | "<beginning_of_sentence>tool" ) ){0,3} end',
         "call-first-name": '"<tool_calls>" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -332,7 +332,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<end_of_sentence>|<beginning_of_sentence>user|<beginning_of_sentence>tool)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -278,7 +278,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" )* end\n'
+    'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -342,7 +342,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" )* end\n'
+    'calls-more-part ::= ws "</minimax:tool_call>" ( ws "[e~[" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<minimax:tool_call>" ws "<invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -352,7 +352,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" )* end',
+        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -362,14 +362,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" )* end',
+        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" )* end',
+        "calls-more": 'ws "</minimax:tool_call>" ( ws "[e~[" ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -466,7 +466,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<minimax:tool_call>/ & ~/(?s:.*)<minimax:tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/minimax:tool_call>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[e\\~\\[)*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/minimax:tool_call>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[e\\~\\[){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

@@ -341,7 +341,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "[e~[" | "</tool_call>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "[e~[" | "</tool_call>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -418,7 +418,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "[e~[" | "</tool_call>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "[e~[" | "</tool_call>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "]<]minimax[>[<tool_call>\\n]<]minimax[>[" ws "<invoke name=\\"" ws tool-name ws "\\">]<]minimax[>"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -428,7 +428,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) )* end',
+        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -438,14 +438,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) )* end',
+        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) )* end',
+        "calls-more": '( ws ( "[e~[" | "</tool_call>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -542,7 +542,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)\\]<\\]minimax\\[>/ & ~/(?s:.*)\\]<\\]minimax\\[>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[e\\~\\[|<\\/tool_call>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[e\\~\\[|<\\/tool_call>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<mm:think>(?s:.*)<\\/mm:think>(?s:.+)/\n"

@@ -220,7 +220,7 @@ GBNF = (
     'call-first-id ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
+    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -272,7 +272,7 @@ GBNF_TOOLS = (
     'call-first-id ::= ws "," ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
     "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-id call-001 )\n"
-    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" )* end\n'
+    'calls-more-part ::= ws "]" ( ws "[TOOL_RESULTS]" ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -284,7 +284,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-id": 'ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
@@ -293,7 +293,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-id": 'ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
@@ -303,7 +303,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" )* end',
+        "calls-more": 'ws "]" ( ws "[TOOL_RESULTS]" ){0,3} end',
         "call-first-name": '"[TOOL_CALLS][" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"[TOOL_CALLS][" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "call-first-id": '"[TOOL_CALLS][" ws "{" ws "\\"id\\"" ws ":" ws "\\"" call-id-chars "\\""',
@@ -356,7 +356,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_RESULTS\\])*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_RESULTS\\]){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -298,7 +298,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -411,7 +411,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<|eom|><|start|>assistant" ws "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "to=" ws tool-name ws "<|message|><atem:function_calls>\\n<atem:invoke name=\\"" ws tool-name ws "\\">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -421,7 +421,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "calls-full-part-2": "calls-more",
@@ -433,7 +433,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "calls-full-part-2": "calls-more",
@@ -442,7 +442,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) )* end',
+        "calls-more": '( ws ( "<|eot|>" | "<|start|>user<|message|>" | "<|start|>tool" | "<|start|>system<|message|>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -537,7 +537,7 @@ _LARK = {
         "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)to=/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=user<\\|message\\|>(?s:.*)to=(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|eot\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>tool|<\\|start\\|>system<\\|message\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}to=self<\\|message\\|>(?s:.*)<\\|eom\\|><\\|start\\|>assistant(?s:.+)/\n"

@@ -234,7 +234,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end\n'
+    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -295,7 +295,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end\n'
+    'calls-more-part ::= ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<TOOLCALL>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<TOOLCALL>[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -306,7 +306,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -318,7 +318,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -327,7 +327,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) )* end',
+        "calls-more": 'ws "]</TOOLCALL>" ( ws ( "<SPECIAL_12>" | "<SPECIAL_11>User" ) ){0,3} end',
         "call-first-name": '"<TOOLCALL>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<TOOLCALL>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -403,7 +403,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<TOOLCALL>/ & ~/(?s:.*)<TOOLCALL>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\/TOOLCALL>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<SPECIAL_12>|<SPECIAL_11>User))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\/TOOLCALL>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<SPECIAL_12>|<SPECIAL_11>User)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

@@ -334,7 +334,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|call|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
     'calls-rest-part ::= ws "<|call|>"\n'
@@ -428,7 +428,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|call|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|call|>"\n'
@@ -439,7 +439,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ){0,3} end',
         "arguments-open": 'ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-rest-part": 'ws "<|call|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -453,7 +453,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ){0,3} end',
         "arguments-open": 'ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-rest-part": 'ws "<|call|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -464,7 +464,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) )* end',
+        "calls-more": '( ws ( "<|return|>" | "<|end|>" | "<|start|>user<|message|>" | "<|start|>functions" ) ){0,3} end',
         "arguments-open": '"to=functions." ws tool-name ws "<|channel|>commentary json<|message|>" ws "{" ws',
         "calls-root-part": 'ws "<|call|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -581,7 +581,7 @@ _LARK = {
         "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\./ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>final<\\|message\\|>(?s:.*)to=functions\\.(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|return\\|>|<\\|end\\|>|<\\|start\\|>user<\\|message\\|>|<\\|start\\|>functions)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|channel\\|>analysis<\\|message\\|>(?s:.*)<\\|end\\|><\\|start\\|>assistant(?s:.+)/\n"

@@ -280,7 +280,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -359,7 +359,7 @@ _GRAMMAR_THINKING = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     "calls-rest-part ::= ws tool-name\n"
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -420,7 +420,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>" ws tool-name\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>" ws tool-name\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -430,7 +430,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -440,7 +440,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -452,7 +452,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, False): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
@@ -463,13 +463,13 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, None): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) )* end',
+        "calls-more": '( ws ( "</assistant>" | "<user>" | "<tool_response>" | "<system>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -562,7 +562,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\/assistant>|<user>|<tool_response>|<system>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\/assistant>|<user>|<tool_response>|<system>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

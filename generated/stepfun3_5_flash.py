@@ -305,7 +305,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws tool-name ws ">"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -369,7 +369,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_call>\\n<function=" ws tool-name ws ">"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -379,7 +379,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -389,14 +389,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply",
-        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) )* end',
+        "calls-more": '( ws ( "<|im_end|>" | "<|im_start|>user" | "<|im_start|>tool_response" | "<|im_start|>system" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -489,7 +489,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<tool_call>/ & ~/(?s:.*)<tool_call>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool_response|<\\|im_start\\|>system))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|im_end\\|>|<\\|im_start\\|>user|<\\|im_start\\|>tool_response|<\\|im_start\\|>system)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think>)?(?s:.*)<\\/think>(?s:.+)/\n"

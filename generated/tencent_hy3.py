@@ -341,7 +341,7 @@ GBNF = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
+    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "calls-rest ::= calls-rest-part tool-arguments calls-more\n"
@@ -452,7 +452,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= argument* arguments-close\n"
     'call-next-part ::= ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "call-next ::= call-next-part tool-arguments\n"
-    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end\n'
+    'calls-more-part ::= ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-root-part ::= "<tool_calls:opensource>" ws "<tool_call:opensource>" ws tool-name ws "<tool_sep:opensource>"\n'
     "calls-root ::= calls-root-part tool-arguments calls-more\n"
@@ -462,7 +462,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
     },
@@ -472,14 +472,14 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) ){0,3} end',
         "calls-rest-part-2": "calls-more",
         "calls-rest": "calls-rest-part tool-arguments calls-rest-part-2",
         "reply": "content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) )* end',
+        "calls-more": 'ws "</tool_calls:opensource>" ( ws ( "<｜hy_User:opensource｜>" | "<tool_responses:opensource>" | "<｜hy_eos:opensource｜>" ) ){0,3} end',
         "calls-root-part-2": "calls-more",
         "calls-root": "calls-root-part tool-arguments calls-root-part-2",
     },
@@ -576,7 +576,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<tool_calls:opensource>/ & ~/(?s:.*)<tool_calls:opensource>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls:opensource>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜hy_User:opensource｜>|<tool_responses:opensource>|<｜hy_eos:opensource｜>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/tool_calls:opensource>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<｜hy_User:opensource｜>|<tool_responses:opensource>|<｜hy_eos:opensource｜>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<think:opensource>(?s:.*)<\\/think:opensource>(?s:.+)/\n"

@@ -219,7 +219,7 @@ GBNF = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -263,7 +263,7 @@ GBNF_TOOLS = (
     'call-then-name ::= ws "," ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-01 ::= call-then-name call-11\n"
     "call-next ::= ( call-first-name call-10 | call-first-arguments tool-arguments call-01 )\n"
-    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end\n'
+    'calls-more-part ::= ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws\n'
@@ -274,7 +274,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -282,7 +282,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-rest-part": "calls-more",
@@ -291,7 +291,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) )* end',
+        "calls-more": 'ws "]</tool_calls>" ( ws ( "<|end|>" | "<|user|>" | "<|system|>" ) ){0,3} end',
         "call-first-name": '"<tool_calls>[" ws "{" ws "\\"name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<tool_calls>[" ws "{" ws "\\"arguments\\"" ws ":" ws',
         "calls-root-part": "calls-more",
@@ -340,7 +340,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)<tool_calls>/ & ~/(?s:.*)<tool_calls>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\/tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]<\\/tool_calls>(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end\\|>|<\\|user\\|>|<\\|system\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
         'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
         "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
         "JSON_WORD: /true|false|null/\n"

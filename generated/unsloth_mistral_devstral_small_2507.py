@@ -207,7 +207,7 @@ GBNF = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end\n'
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= ws tool-name "[ARGS]" ws "{" ws\n'
     "calls-rest ::= arguments-open-2 tool-arguments calls-more\n"
@@ -244,7 +244,7 @@ GBNF_TOOLS = (
     'arguments-open ::= ws "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "tool-arguments ::= json-members\n"
     "call-next ::= arguments-open tool-arguments\n"
-    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end\n'
+    'calls-more-part ::= ( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws\n'
     "calls-root ::= arguments-open-2 tool-arguments calls-more\n"
@@ -254,14 +254,14 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ){0,3} end',
         "arguments-open": 'ws tool-name "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
     },
     ("required", True, True): {"reply": "content-trig calls-rest"},
     ("required", False, True): {
-        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ){0,3} end',
         "arguments-open": 'ws tool-name "[ARGS]" ws "{" ws',
         "calls-rest-part": "calls-more",
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
@@ -269,7 +269,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-body end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) )* end',
+        "calls-more": '( ws ( "[INST]" | "[TOOL_RESULTS]" | "[SYSTEM_PROMPT]" ) ){0,3} end',
         "arguments-open": '"[TOOL_CALLS]" ws tool-name "[ARGS]" ws "{" ws',
         "calls-root-part": "calls-more",
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -320,7 +320,7 @@ _LARK = {
         "CONTENT_TRIG: /(?s:.*)\\[TOOL_CALLS\\]/ & ~/(?s:.*)\\[TOOL_CALLS\\](?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[INST\\]|\\[TOOL_RESULTS\\]|\\[SYSTEM_PROMPT\\]))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:\\[INST\\]|\\[TOOL_RESULTS\\]|\\[SYSTEM_PROMPT\\])){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -250,7 +250,7 @@ GBNF = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call:end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'calls-rest-part ::= ws "<|tool_call:end|>"\n'
     "calls-rest ::= arguments-open tool-arguments calls-rest-part calls-more\n"
@@ -345,7 +345,7 @@ GBNF_TOOLS = (
     "tool-arguments ::= json-members\n"
     'call-next-part ::= ws "<|tool_call:end|>"\n'
     "call-next ::= arguments-open tool-arguments call-next-part\n"
-    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end\n'
+    'calls-more-part ::= ( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'arguments-open-2 ::= "<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws\n'
     'calls-root-part ::= ws "<|tool_call:end|>"\n'
@@ -356,7 +356,7 @@ GBNF_TOOLS = (
 # that differ from the default's.
 _GRAMMAR_CHOICES = {
     ("auto", False, True): {
-        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) ){0,3} end',
         "calls-rest-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": 'ws "<|tool_call:end|>" calls-more',
@@ -368,7 +368,7 @@ _GRAMMAR_CHOICES = {
     },
     ("required", False, True): {
         "root": "reasoning-open-closed reply | reply",
-        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) ){0,3} end',
         "calls-rest-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-rest": "arguments-open tool-arguments calls-rest-part",
         "calls-full-part": 'ws "<|tool_call:end|>" calls-more',
@@ -377,7 +377,7 @@ _GRAMMAR_CHOICES = {
     },
     ("none", True, True): {"reply": "content-open-body | end"},
     ("auto", False, "tools"): {
-        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) )* end',
+        "calls-more": '( ws ( "<|end|>" | "<|begin|>user<|content|>" | "<|calls|>" ) ){0,3} end',
         "arguments-open": '"<|tool_calls|>" ws "<|tool_call:begin|>" ws call-id ws "<|tool_call:name|>" ws tool-name ws "<|tool_call:args|>" ws "{" ws',
         "calls-root-part": 'ws "<|tool_call:end|>" calls-more',
         "calls-root": "arguments-open tool-arguments calls-root-part",
@@ -457,7 +457,7 @@ _LARK = {
         "CONTENT_OPEN_TRIG: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)<\\|tool_calls\\|>/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|content\\|>(?s:.*)<\\|tool_calls\\|>(?s:.+)/\n"
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
-        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>|<\\|calls\\|>))*[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
+        "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|end\\|>|<\\|begin\\|>user<\\|content\\|>|<\\|calls\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
     ),
     "start-calls": (
         "REASONING: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant/ & ~/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|think\\|>(?s:.*)<\\|end\\|><\\|begin\\|>assistant(?s:.+)/\n"

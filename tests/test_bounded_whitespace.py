@@ -118,3 +118,47 @@ def test_the_lark_grammar_bounds_whitespace_in_a_call(slug):
     after_end = not format_of(slug).calls.content_after_calls
     most, where = _longest_runs(matcher, output, start, after_end)
     assert most < ENDLESS, f"line breaks without end at {where!r}"
+
+
+def _markers_taken(matcher, marker: str) -> int:
+    """How many ``marker``s in a row (no whitespace between) the matcher takes, up to
+    ``ENDLESS``."""
+    data = list(marker.encode("utf-8"))
+    for count in range(ENDLESS):
+        if matcher.try_consume_tokens(data) != len(data):
+            return count
+    return ENDLESS
+
+
+def _after_calls(slug: str) -> str | None:
+    """The first end-of-turn marker the format takes after its calls, or None."""
+    fmt = format_of(slug)
+    if fmt.calls.content_after_calls:
+        return None  # content there: text may hold the marker, then end with one
+    markers = [m for m in (*fmt.stop, *fmt.calls.end_of_turn_after_calls) if m]
+    return markers[0] if markers else None
+
+
+@pytest.mark.parametrize("slug", _slugs())
+def test_end_markers_after_the_call_are_bounded(slug):
+    """After the call, end-of-turn markers written one after another: the reader
+    drops any number, the grammars take a bounded run (MARKERS_AFTER_CALLS: the live
+    run's MiniMax M3 wrote ``</tool_call>`` until its token cap), at least one."""
+    from compiler.codegen.gbnf import MARKERS_AFTER_CALLS
+
+    call = _call(slug)
+    marker = _after_calls(slug)
+    if marker is None:
+        pytest.skip("no end-of-turn marker after the calls, or content there")
+    module = rt.module(slug)
+    single = dict(parallel_tool_calls=False, enable_thinking=agreement.ENABLE_THINKING)
+    gbnf = module.tool_call_grammar(LISTED, parallel_tool_calls=False)
+    lark = module.lark_grammar(LISTED, tool_choice="required", **single)
+    for name, matcher, text in (
+        ("gbnf", gbnf_matcher(gbnf, slug).deep_copy(), call.text),
+        ("lark", lark_matcher(lark, slug), call.lead + call.text),
+    ):
+        data = list(text.encode("utf-8"))
+        assert matcher.try_consume_tokens(data) == len(data), name
+        taken = _markers_taken(matcher, marker)
+        assert 1 <= taken <= MARKERS_AFTER_CALLS, (name, marker, taken)

@@ -56,6 +56,12 @@ def char_class(chars, negated: bool = False) -> str:
 ANY_CHAR = "[^\\x00]"
 EMPTY = '""'
 WS = WS_GBNF  # bounded (compiler/runtime/schema_gbnf.py says how)
+# How many end-of-turn markers the grammars take in a row after the calls (whitespace
+# between them): the reader drops any number there, but a model held to a run
+# without end writes the marker until its token cap (the live run: MiniMax M3's
+# ``</tool_call>``, issue 33); templates write one, and models two at most (MiniMax's
+# doubled marker, issue 32).
+MARKERS_AFTER_CALLS = 4
 # The rule a caller's tool names replace (``with_tool_names``).
 NAME_RULE = "tool-name"
 # Stands for the argument's key in a value suffix that repeats it (the analysis's).
@@ -1202,7 +1208,8 @@ class _Grammar:
             ending = []
             if markers:
                 literals = [literal(marker) for marker in dict.fromkeys(markers)]
-                ending.append(f"( ws {_alternatives(literals)} )*")
+                most = MARKERS_AFTER_CALLS - 1  # ``end`` takes the last one
+                ending.append(f"( ws {_alternatives(literals)} ){{0,{most}}}")
             if calls.content_after_calls:
                 pieces.append(
                     _Piece(self.content_after_calls(markers, ending), terminal=False)

@@ -48,6 +48,7 @@ from .. import quoted_strings
 from ..quoted_strings import QUOTES, SPACES, Way
 from ..runtime.lark import _lark_regex as rx
 from ..runtime.schema_gbnf import WS_BLANKS, WS_REGEX, ws_fits
+from .gbnf import MARKERS_AFTER_CALLS
 
 WS = WS_REGEX  # bounded (compiler/runtime/schema_gbnf.py says how)
 # ... and at least one character of it (whitespace that separates units).
@@ -578,7 +579,8 @@ class _Lark:
         self.add("calls_tail", "calls_more", part="list-single")
         closing = self.closer(calls.section_end)
         markers = [rx(m) for m in dict.fromkeys(self.fmt.stop + calls.end_of_turn_after_calls) if m]
-        ends = f"(?:{WS}{_any_of(markers)})*{WS}" if markers else WS
+        most = MARKERS_AFTER_CALLS
+        ends = f"(?:{WS}{_any_of(markers)}){{0,{most}}}{WS}" if markers else WS
         if not calls.content_after_calls:
             self.add("calls_more", f"/{closing}{ends}/")
             return
