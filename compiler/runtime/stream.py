@@ -945,8 +945,12 @@ class StreamParser:
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
                 # held with them, it would be copied again at every try of a run of
-                # triggers that prove no calls.
-                keep = self._content_kept(pending[:at], markers, closing)
+                # triggers that prove no calls. (Whitespace alone before the
+                # trigger sends nothing: _content_kept keeps none of it.)
+                before = pending[:at]
+                keep = 0
+                if at > opener and not before.isspace():
+                    keep = self._content_kept(before, markers, closing)
                 if keep > opener:
                     self._send("content", pending[opener:keep])
                     self._pending = pending[keep:]
@@ -1227,13 +1231,19 @@ class StreamParser:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending
                 space = []
-            if not space and _decided(self._pending, literal):
-                end = _match(self._pending, 0, literal)
-                if end < 0 or _apart(literal) or _before_stop(self._pending) >= end:
+            pending = self._pending
+            if (
+                not space
+                # (a part of the literal, most often while it arrives: undecided,
+                # as _decided says, without its call)
+                and (len(pending) >= len(literal) or not literal.startswith(pending))
+                and _decided(pending, literal)
+            ):
+                end = _match(pending, 0, literal)
+                if end < 0 or _apart(literal) or _before_stop(pending) >= end:
                     return end
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.
-            pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between
                 # its markers: more of it cannot decide anything.
@@ -1323,7 +1333,9 @@ class StreamParser:
         text before ``core`` can no longer be one word of a name's length, or the
         output ends without it. The whitespace after the word is read as it comes:
         however long a run of it, it is not held pending."""
-        yield from self._skip_space()
+        pending = self._pending
+        if not pending or pending[0].isspace():  # (else _skip_space reads nothing)
+            yield from self._skip_space()
         while True:
             pending = self._pending
             found = pending.find(core)

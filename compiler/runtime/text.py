@@ -761,12 +761,14 @@ class _Echo:
                 self._space.append(chunk[: len(chunk) - len(text)])
             chunk = text
         head = self._head = self._head + chunk
+        undecided = not head  # (_undecided, in the same look at each end)
         for end in PROMPT_ENDS:
             if head.startswith(end):
                 self.done = True
                 self._space, self._head = [], ""
                 return head[len(end) :]  # (the whitespace before it dropped too)
-        if not head or _undecided(head, PROMPT_ENDS):
+            undecided = undecided or (len(head) < len(end) and end.startswith(head))
+        if undecided:
             return ""
         return self.finish()
 
