@@ -940,6 +940,34 @@ def _before_stop(text):
     return min(begun, _stop_from(text, len(text)))
 
 
+def _apart(literal):
+    """Whether no end-of-turn marker (whole or begun) can begin inside what
+    ``_match`` reads of ``literal``, so that ``_before_stop(text) >= end`` wherever
+    ``end = _match(text, 0, literal)`` matches: no marker starts with whitespace,
+    and none agrees, over their common length, with what is left of a piece (or
+    of the literal as written) from any of its characters. Made once per literal
+    and table of markers (bounded: a suffix may name a key)."""
+    found = _APART.get(literal)
+    if found is not None and found[0] is _LONGEST_ENDS:
+        return found[1]
+    pieces = _pieces(literal)[0]
+    apart = not any(
+        marker[0].isspace()
+        or any(
+            piece[at : at + len(marker)] == marker[: len(piece) - at]
+            for piece in (*pieces, literal)
+            for at in range(len(piece))
+        )
+        for marker in _LONGEST_ENDS
+    )
+    if len(_APART) < 256:
+        _APART[literal] = (_LONGEST_ENDS, apart)
+    return apart
+
+
+_APART: dict = {}
+
+
 def _name_end(text, at, after, options):
     """Where a name (or id) written at ``at`` ends, when real outputs may end it with
     ``after`` or one of ``options`` ((literal, parts it skips), from reviewed
@@ -1077,12 +1105,14 @@ class _Echo:
                 self._space.append(chunk[: len(chunk) - len(text)])
             chunk = text
         head = self._head = self._head + chunk
+        undecided = not head  # (_undecided, in the same look at each end)
         for end in PROMPT_ENDS:
             if head.startswith(end):
                 self.done = True
                 self._space, self._head = [], ""
                 return head[len(end) :]  # (the whitespace before it dropped too)
-        if not head or _undecided(head, PROMPT_ENDS):
+            undecided = undecided or (len(head) < len(end) and end.startswith(head))
+        if undecided:
             return ""
         return self.finish()
 
@@ -1770,6 +1800,8 @@ def _stands(value, kind):
 
 def _json_type(value):
     """The JSON-schema type of a decoded value."""
+    if type(value) is str:  # (most often: an enum's strings, at once)
+        return "string"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -4285,6 +4317,9 @@ class StreamParser:
         # What the prompt ends with, written again where the output starts (None
         # once the start of the output has decided).
         self._echo: _Echo | None = _Echo() if PROMPT_ENDS else None
+        # Whether feed() still hands its chunks to _unwrap (the echo or the
+        # messages may still read them): one look per chunk, not two.
+        self._wrapped = bool(PROMPT_ENDS or MESSAGE_OPENER)
         if MESSAGE_OPENER:
             # A turn of several messages, written as the template writes one turn
             # before the reader reads it (None once finish() has written the rest).
@@ -4292,12 +4327,8 @@ class StreamParser:
 
     def feed(self, chunk):
         """The deltas that the text read so far settles."""
-        if PROMPT_ENDS and self._echo is not None and type(chunk) is str:
-            chunk = self._echo.feed(chunk)
-            if self._echo.done:
-                self._echo = None
-        if MESSAGE_OPENER and self._messages is not None and type(chunk) is str:
-            chunk = self._messages.feed(chunk)
+        if self._wrapped and type(chunk) is str:
+            chunk = self._unwrap(chunk)
         run = self._run  # None once finish() has run
         if run is not None and type(chunk) is str:
             deltas = run(chunk)
@@ -4323,12 +4354,27 @@ class StreamParser:
         if chunk:
             text = self._pending + "".join(self._space) + self._tail + chunk
             self._space = []
-            at = _stop_at(text)  # (as _final_stop_apart: a call less per chunk)
-            self._pending, self._tail = text[:at], text[at:]
+            if text[-1].isspace() or text.endswith(_LONGEST_ENDS):
+                at = _stop_at(text)
+                self._pending, self._tail = text[:at], text[at:]
+            else:  # (most often: what _stop_at finds, without its call)
+                self._pending, self._tail = text, ""
             self._step()
             if self._hold_from is not None or self._tail:
                 self._run = None  # the next chunk goes through the reader
         return self._take()
+
+    def _unwrap(self, chunk):
+        """``chunk`` as the reader reads it: the prompt's echo dropped from the
+        output's start, a turn's messages written as the template writes one."""
+        if PROMPT_ENDS and self._echo is not None:
+            chunk = self._echo.feed(chunk)
+            if self._echo.done:
+                self._echo = None
+                self._wrapped = bool(MESSAGE_OPENER)  # (feed's one look per chunk)
+        if MESSAGE_OPENER and self._messages is not None:
+            chunk = self._messages.feed(chunk)
+        return chunk
 
     def finish(self):
         """The remaining deltas, once the output has ended."""
@@ -4700,8 +4746,12 @@ class StreamParser:
             if at >= 0:
                 # What is content whatever the calls turn out to be is sent first:
                 # held with them, it would be copied again at every try of a run of
-                # triggers that prove no calls.
-                keep = self._content_kept(pending[:at], markers, closing)
+                # triggers that prove no calls. (Whitespace alone before the
+                # trigger sends nothing: _content_kept keeps none of it.)
+                before = pending[:at]
+                keep = 0
+                if at > opener and not before.isspace():
+                    keep = self._content_kept(before, markers, closing)
                 if keep > opener:
                     self._send("content", pending[opener:keep])
                     self._pending = pending[keep:]
@@ -4982,13 +5032,19 @@ class StreamParser:
             if space and not self._pending.isspace():
                 self._pending = "".join(space) + self._pending
                 space = []
-            if not space and _decided(self._pending, literal):
-                end = _match(self._pending, 0, literal)
-                if end < 0 or _before_stop(self._pending) >= end:
+            pending = self._pending
+            if (
+                not space
+                # (a part of the literal, most often while it arrives: undecided,
+                # as _decided says, without its call)
+                and (len(pending) >= len(literal) or not literal.startswith(pending))
+                and _decided(pending, literal)
+            ):
+                end = _match(pending, 0, literal)
+                if end < 0 or _apart(literal) or _before_stop(pending) >= end:
                     return end
                 # The literal is written, but its end may still turn out to begin
                 # the output's final end-of-turn marker, which parse strips first.
-            pending = self._pending
             if pending.isspace() or len(pending) - len(pending.rstrip()) > len(literal):
                 # Only whitespace, or whitespace longer than the literal between
                 # its markers: more of it cannot decide anything.
@@ -5078,7 +5134,9 @@ class StreamParser:
         text before ``core`` can no longer be one word of a name's length, or the
         output ends without it. The whitespace after the word is read as it comes:
         however long a run of it, it is not held pending."""
-        yield from self._skip_space()
+        pending = self._pending
+        if not pending or pending[0].isspace():  # (else _skip_space reads nothing)
+            yield from self._skip_space()
         while True:
             pending = self._pending
             found = pending.find(core)

@@ -596,6 +596,34 @@ def _before_stop(text):
     return min(begun, _stop_from(text, len(text)))
 
 
+def _apart(literal):
+    """Whether no end-of-turn marker (whole or begun) can begin inside what
+    ``_match`` reads of ``literal``, so that ``_before_stop(text) >= end`` wherever
+    ``end = _match(text, 0, literal)`` matches: no marker starts with whitespace,
+    and none agrees, over their common length, with what is left of a piece (or
+    of the literal as written) from any of its characters. Made once per literal
+    and table of markers (bounded: a suffix may name a key)."""
+    found = _APART.get(literal)
+    if found is not None and found[0] is _LONGEST_ENDS:
+        return found[1]
+    pieces = _pieces(literal)[0]
+    apart = not any(
+        marker[0].isspace()
+        or any(
+            piece[at : at + len(marker)] == marker[: len(piece) - at]
+            for piece in (*pieces, literal)
+            for at in range(len(piece))
+        )
+        for marker in _LONGEST_ENDS
+    )
+    if len(_APART) < 256:
+        _APART[literal] = (_LONGEST_ENDS, apart)
+    return apart
+
+
+_APART: dict = {}
+
+
 def _name_end(text, at, after, options):
     """Where a name (or id) written at ``at`` ends, when real outputs may end it with
     ``after`` or one of ``options`` ((literal, parts it skips), from reviewed
@@ -733,12 +761,14 @@ class _Echo:
                 self._space.append(chunk[: len(chunk) - len(text)])
             chunk = text
         head = self._head = self._head + chunk
+        undecided = not head  # (_undecided, in the same look at each end)
         for end in PROMPT_ENDS:
             if head.startswith(end):
                 self.done = True
                 self._space, self._head = [], ""
                 return head[len(end) :]  # (the whitespace before it dropped too)
-        if not head or _undecided(head, PROMPT_ENDS):
+            undecided = undecided or (len(head) < len(end) and end.startswith(head))
+        if undecided:
             return ""
         return self.finish()
 

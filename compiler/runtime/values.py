@@ -483,6 +483,8 @@ def _stands(value, kind):
 
 def _json_type(value):
     """The JSON-schema type of a decoded value."""
+    if type(value) is str:  # (most often: an enum's strings, at once)
+        return "string"
     if value is None:
         return "null"
     if isinstance(value, bool):

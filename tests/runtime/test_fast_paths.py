@@ -100,6 +100,40 @@ def test_before_stop_is_the_earliest_place_a_final_marker_may_begin(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
 @given(
+    ends=markers,
+    literal=st.lists(st.sampled_from(PIECES + ["<p>", "x"]), min_size=1, max_size=4)
+    .map("".join)
+    .filter(str.strip),
+    lead=st.sampled_from(["", " ", "\n"]),
+    tail=texts,
+)
+def test_apart_literal_never_ends_past_where_a_final_marker_may_begin(
+    turn_ends, monkeypatch, ends, literal, lead, tail
+):
+    """_decide's shortcut: where no end-of-turn marker can begin inside what
+    _match reads of a literal (_apart), the literal read ends before the earliest
+    place _before_stop finds, whatever follows it."""
+    turn_ends(ends)
+    monkeypatch.setattr(T, "_APART", {})
+    text = lead + literal + tail
+    end = T._match(text, 0, literal)
+    assert end >= 0
+    if T._apart(literal):
+        assert T._before_stop(text) >= end
+
+
+def test_apart_reads_the_markers_against_every_place_in_the_literal(turn_ends):
+    turn_ends(["<|e|>"])
+    assert T._apart("</p>")
+    assert T._apart("e|>")  # a marker's end, not its start
+    assert not T._apart("x<|")  # begun at its end
+    assert not T._apart("a <|e|> b")  # whole inside it
+    turn_ends([" <|e|>"])  # a marker that starts with whitespace: never apart
+    assert not T._apart("</p>")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=PATCHED)
+@given(
     prompt_ends=st.lists(
         st.sampled_from(["<|e|>", "</s>", "<", "e|>", " <"]), max_size=3
     ),
