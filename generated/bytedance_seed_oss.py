@@ -525,6 +525,7 @@ _LARK = {
     "null": "null|None",
     "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>(?s:.*)<\\/parameter>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>(?s:.*)<\\/parameter>/\n",
+    "unit-raw": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>/ %%TYPED%%\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
     "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:%%VALUE%%)<\\/parameter>/\n",
     "unit-typed": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*/ %%TYPED%% /\\s*<\\/parameter>/\n",

@@ -716,6 +716,7 @@ _LARK = {
     "null": "null",
     "unit-text": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-raw": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*(?:%%VALUE%%)\\s*<\\/｜DSML｜parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
     "unit-json": '%%RULE%%: /\\s*<｜DSML｜parameter name="\\s*%%KEY%%\\s*" string="%%ATTR%%">\\s*/ %%JSON%% /\\s*<\\/｜DSML｜parameter>/\n',

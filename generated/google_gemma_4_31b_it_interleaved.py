@@ -678,6 +678,7 @@ _LARK = {
     "unit-string": "%%RULE%%: /\\s*%%KEY%%\\s*:/ ARG_STRING\n",
     "unit-scalar": "%%RULE%%: /\\s*%%KEY%%\\s*:(?:%%VALUE%%)/\n",
     "unit-typed": "%%RULE%%: /\\s*%%KEY%%\\s*:/ %%TYPED%%\n",
+    "unit-raw": "%%RULE%%: /\\s*%%KEY%%\\s*:/ %%TYPED%%\n",
     "name": "[^\\x{0}- \\{\\x{7f}]+",
 }
 

@@ -941,6 +941,7 @@ _LARK = {
     "null": "null",
     "unit-text": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?s:.*)<\\|close\\|>argument<\\|sep\\|>/\n',
+    "unit-raw": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*(?:%%VALUE%%)\\s*<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-enum": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>(?:%%VALUE%%)<\\|close\\|>argument<\\|sep\\|>/\n',
     "unit-json": '%%RULE%%: /\\s*<\\|open\\|>\\s*argument key="\\s*%%KEY%%\\s*" type="%%ATTR%%"<\\|sep\\|>\\s*/ %%JSON%% /\\s*<\\|close\\|>argument<\\|sep\\|>/\n',

@@ -496,6 +496,7 @@ _LARK = {
     "null": "null",
     "unit-text": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/parameter>/\n',
+    "unit-raw": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/parameter>/\n',
     "unit-json": '%%RULE%%: /\\s*<parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/parameter>/\n',

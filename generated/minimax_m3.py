@@ -572,6 +572,7 @@ _LARK = {
     "null": "null",
     "unit-text": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*\\[<\\s*%%KEY%%\\s*>(?s:.*)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
+    "unit-raw": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>/ %%TYPED%%\n",
     "unit-scalar": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>\\s*(?:%%VALUE%%)\\s*\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "unit-enum": "%%RULE%%: /\\s*\\[<\\s*%%KEY%%\\s*>(?:%%VALUE%%)\\]<\\]minimax\\[>\\[<\\/%%KEY%%>\\]<\\]minimax\\[>/\n",
     "enum": "%%TEXT%%",

@@ -326,6 +326,19 @@ _STRUCTURAL_TAG: dict = {
             "name": ["name"],
             "arguments": ["arguments"],
             "id": ["id"],
+            "id_schema": {"type": "string", "pattern": "^[a-zA-Z0-9]{9}$"},
+            "other_schema": {
+                "anyOf": [
+                    {"type": "string", "maxLength": 64},
+                    {
+                        "type": "integer",
+                        "minimum": -999999999999999999,
+                        "maximum": 999999999999999999,
+                    },
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ]
+            },
             "other": [["id"]],
             "arguments_as_string": False,
             "orders": [
@@ -357,14 +370,8 @@ _LARK = {
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /\\s*\\](?:\\s*\\[TOOL_RESULTS\\])*\\s*/\n"
-        'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
-        "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
-        "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")\\s*:\\s*/\n'
-        "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
-        "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{\\s*/ (json_member (/\\s*,\\s*/ json_member)*)? /\\s*\\}/\n"
-        "json_array: /\\[\\s*/ (json_value (/\\s*,\\s*/ json_value)*)? /\\s*\\]/\n"
+        'SHORT_VALUE: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4})){0,64}"|0|-?[1-9][0-9]{0,17}|true|false|null/\n'
+        'CALL_ID: /"[a-zA-Z0-9]{9}"/\n'
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",
@@ -375,13 +382,13 @@ _LARK = {
     "list-single": "calls_tail: calls_more\n",
     "call": (
         "call_%%I%%_o_111: /\\s*\\}/\n"
-        'call_%%I%%_o_110: /\\s*,\\s*"id"\\s*:\\s*/ json_value call_%%I%%_o_111 | /\\s*\\}/\n'
+        'call_%%I%%_o_110: /\\s*,\\s*"id"\\s*:\\s*/ CALL_ID call_%%I%%_o_111 | /\\s*\\}/\n'
         'call_%%I%%_o_101: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_111\n'
-        'call_%%I%%_o_100: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_110 | /\\s*,\\s*"id"\\s*:\\s*/ json_value call_%%I%%_o_101\n'
+        'call_%%I%%_o_100: /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_110 | /\\s*,\\s*"id"\\s*:\\s*/ CALL_ID call_%%I%%_o_101\n'
         'call_%%I%%_o_011: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_111\n'
-        'call_%%I%%_o_010: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_110 | /\\s*,\\s*"id"\\s*:\\s*/ json_value call_%%I%%_o_011\n'
+        'call_%%I%%_o_010: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_110 | /\\s*,\\s*"id"\\s*:\\s*/ CALL_ID call_%%I%%_o_011\n'
         'call_%%I%%_o_001: /\\s*,\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_101 | /\\s*,\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_011\n'
-        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%\\s*\\{\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%\\s*\\{\\s*"id"\\s*:\\s*/ json_value call_%%I%%_o_001\n'
+        'call_%%I%%_o: /%%LEAD%%\\s*\\{\\s*"name"\\s*:\\s*"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%\\s*\\{\\s*"arguments"\\s*:\\s*/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%\\s*\\{\\s*"id"\\s*:\\s*/ CALL_ID call_%%I%%_o_001\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
     "lead-full": "\\s*\\[TOOL_CALLS\\]\\s*\\[",

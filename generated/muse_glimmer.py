@@ -569,6 +569,7 @@ _LARK = {
     "null": "null",
     "unit-text": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?s:.*)<\\/atem:parameter>/\n',
+    "unit-raw": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/atem:parameter>/\n',
     "unit-enum": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/atem:parameter>/\n',
     "unit-json": '%%RULE%%: /\\s*<atem:parameter name="\\s*%%KEY%%\\s*">\\s*/ %%JSON%% /\\s*<\\/atem:parameter>/\n',

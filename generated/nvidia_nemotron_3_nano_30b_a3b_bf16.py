@@ -636,6 +636,7 @@ _LARK = {
     "null": "null|None",
     "unit-text": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*(?s:.*)<\\/parameter>/\n",
+    "unit-raw": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?/ %%TYPED%%\n",
     "unit-scalar": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*(?:%%VALUE%%)\\s*<\\/parameter>/\n",
     "unit-enum": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>(?:\\x{a})?(?:%%VALUE%%)(?:\\x{a})?<\\/parameter>/\n",
     "unit-json": "%%RULE%%: /\\s*<parameter=\\s*%%KEY%%\\s*>\\s*\\s*/ %%JSON%% /\\s*<\\/parameter>/\n",

@@ -718,6 +718,7 @@ _LARK = {
     "null": "null|None",
     "unit-text": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
     "unit-string": '%%RULE%%[lazy]: /\\s*<param name="\\s*%%KEY%%\\s*">(?s:.*)<\\/param>/\n',
+    "unit-raw": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*(?:%%VALUE%%)\\s*<\\/param>/\n',
     "unit-enum": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">(?:%%VALUE%%)<\\/param>/\n',
     "unit-typed": '%%RULE%%: /\\s*<param name="\\s*%%KEY%%\\s*">\\s*/ %%TYPED%% /\\s*<\\/param>/\n',

@@ -585,6 +585,7 @@ _LARK = {
     "null": "null",
     "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?s:.*)<\\/arg_value>/\n",
+    "unit-raw": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>/ %%TYPED%%\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*(?:%%VALUE%%)\\s*<\\/arg_value>/\n",
     "unit-enum": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>(?:%%VALUE%%)<\\/arg_value>/\n",
     "unit-json": "%%RULE%%: /\\s*<arg_key>\\s*%%KEY%%\\s*<\\/arg_key>\\s*<arg_value>\\s*/ %%JSON%% /\\s*<\\/arg_value>/\n",

@@ -606,6 +606,7 @@ _LARK = {
     "null": "null",
     "unit-text": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
     "unit-string": "%%RULE%%[lazy]: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?s:.*)<\\/arg_value:opensource>/\n",
+    "unit-raw": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>/ %%TYPED%%\n",
     "unit-scalar": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*(?:%%VALUE%%)\\s*<\\/arg_value:opensource>/\n",
     "unit-enum": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>(?:%%VALUE%%)<\\/arg_value:opensource>/\n",
     "unit-json": "%%RULE%%: /\\s*<arg_key:opensource>\\s*%%KEY%%\\s*<\\/arg_key:opensource>\\s*<arg_value:opensource>\\s*/ %%JSON%% /\\s*<\\/arg_value:opensource>/\n",
