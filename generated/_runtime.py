@@ -6011,11 +6011,19 @@ class StreamParser:
 # zero). Counts are GBNF's ``x{m,n}``; one above ``_LARGEST_COUNT``, or an integer bound
 # of more than ``_LONGEST_BOUND`` digits, is not enforced. A value that is the format's
 # own text up to a closer (``TOOL_RAW_VALUE``: a unit's string, Gemma 4's ``<|"|>…``)
-# has no rule per character: its length is not counted. Keywords not listed
+# is counted exactly where its ``maxLength`` is enforced (``raw_string``): the text as
+# the reader reads it (up to the first closer, less the whitespace the suffix starts
+# with, never holding the next unit's key mark) of at most that many characters, the
+# rules a product of the characters left and an automaton of the closer
+# (``_text_rules``), about ``maxLength`` times the closer's length of them; a bound that
+# needs more than ``_LARGEST_TEXT`` is not enforced, nor is ``minLength`` there. Where
+# the template's verbatim marks (XML's CDATA) are written, the value between them is
+# counted. Keywords not listed
 # (``pattern``, ``format``, a number's bounds, ``multipleOf``, ``uniqueItems``, …) are
 # not enforced; where a schema says nothing that types its value (``{}``, ``not``,
 # ``if``, ``allOf`` of several, a ``$ref`` to another document) the value is any value.
-# The rules made here are linear in the schema's size.
+# The rules made here are linear in the schema's size, but for a counted raw value's
+# (at most ``_LARGEST_TEXT`` of them).
 
 
 # Whitespace between lexemes (around markers, keys and values, where the reader skips
@@ -6105,6 +6113,182 @@ def _bound(schema, keyword):
     if value != value or value < 0 or value > _LARGEST_COUNT or value != int(value):
         return None
     return int(value)
+
+
+# The most states (characters of the value left, place in the closer) the rules of
+# a counted raw value may have (``_text_rules``: one rule each); a bound that needs
+# more is not enforced.
+_LARGEST_TEXT = 4096
+
+
+def _raw_forms(key=None):
+    """How a string value is written where the format writes it as its own text up to
+    a closer: [(opening, closers, forbidden, not_first)], one per way of writing it,
+    as the reader reads it. The value is the text after ``opening``, before the first
+    of ``closers``, less the closer itself; it holds none of ``forbidden`` and does not
+    start with ``not_first``. None where the format writes strings otherwise, or its
+    closer names the key and ``key`` is not given."""
+    if SUFFIXED_VALUES:
+        core = ARG_VALUE_SUFFIX.strip()
+        if VALUE_SUFFIX_NAMES_KEY and "{key}" in core:
+            if key is None:
+                return None
+            core = core.replace("{key}", key)
+        # (the reader leaves out the whitespace the suffix starts with, once)
+        lead = ARG_VALUE_SUFFIX[
+            : len(ARG_VALUE_SUFFIX) - len(ARG_VALUE_SUFFIX.lstrip())
+        ]
+        closers: tuple = (core, lead + core) if lead else (core,)
+        # A value that holds the next unit's key mark is read as cut short there; one
+        # that starts with the verbatim mark is read as verbatim.
+        forbidden: tuple = (_KEY_MARK,) if _KEY_MARK else ()
+        forms = [("", closers, forbidden, VERBATIM_OPEN)]
+        if VERBATIM_OPEN:
+            # ... between the verbatim marks, as the template writes it (the suffix
+            # right after the closing mark): any text but the closing mark and suffix
+            forms.append(
+                (VERBATIM_OPEN, tuple(VERBATIM_CLOSE + c for c in closers), (), "")
+            )
+        return forms
+    if OWN_VALUES and RAW_STRINGS:
+        return [(ARG_STRING_OPEN, (ARG_STRING_CLOSE,), (), "")]
+    return None
+
+
+# ``_text_rules``' answers, by its arguments (a format's few texts; emptied when full).
+_TEXT_RULES: dict = {}
+
+
+def _text_rules(name, closers, forbidden, not_first, most):
+    """``_make_text_rules``, made once for each text (each tool's string would make
+    it again)."""
+    key = (name, closers, forbidden, not_first, most)
+    if key not in _TEXT_RULES:
+        if len(_TEXT_RULES) >= 64:
+            _TEXT_RULES.clear()
+        _TEXT_RULES[key] = _make_text_rules(*key)
+    return _TEXT_RULES[key]
+
+
+def _make_text_rules(name, closers, forbidden, not_first, most):
+    """GBNF rules (name → body, ``name`` the first) of a text of at most ``most``
+    characters that holds none of ``forbidden``, does not start with ``not_first``,
+    and ends at the first of ``closers`` (which it holds: they are not counted); None
+    where they would be more than ``_LARGEST_TEXT``.
+
+    The states are (characters counted, node of the Aho–Corasick automaton of the
+    closers and the forbidden texts): a node's text (its depth) is not yet counted,
+    as it may turn out to be a closer's; the characters that leave it are counted
+    when the automaton falls back to a shorter node. The rules are deterministic
+    (one alternative per character: llguidance refuses some grammars that write
+    one text two ways) and one regular expression, so that llguidance reads the
+    value with its closer as one lexeme."""
+    words = list(closers) + list(forbidden)
+    kids: list = [{}]
+    depth = [0]
+    ends: list = [
+        None
+    ]  # node → ("closer" | "forbidden", length) of a word ending there
+    for index, word in enumerate(words):
+        node = 0
+        for char in word:
+            if char not in kids[node]:
+                kids[node][char] = len(kids)
+                kids.append({})
+                depth.append(depth[node] + 1)
+                ends.append(None)
+            node = kids[node][char]
+        if ends[node] is None or index >= len(closers):
+            ends[node] = ("closer" if index < len(closers) else "forbidden", len(word))
+    fail = [0] * len(kids)
+    queue = [0]
+    for node in queue:  # breadth first: a node's failure is shallower than it
+        for char, kid in kids[node].items():
+            back = fail[node]
+            while back and char not in kids[back]:
+                back = fail[back]
+            fail[kid] = kids[back].get(char, 0) if node else 0
+            # (a word the text ends with, this node's or a shorter one's: a
+            # forbidden one first)
+            shorter = ends[fail[kid]]
+            if ends[kid] is None or (shorter is not None and shorter[0] == "forbidden"):
+                ends[kid] = shorter or ends[kid]
+            queue.append(kid)
+    alphabet = sorted({char for word in words for char in word} | set(not_first))
+
+    def step(node, char):
+        while node and char not in kids[node]:
+            node = fail[node]
+        return kids[node].get(char, 0)
+
+    # The states, from the first: (counted, node, how much of ``not_first`` the text
+    # so far is, -1 once it is not) → {outcome: characters}; None for any other.
+    moves: dict = {}
+    todo = [(0, 0, 0 if not_first else -1)]
+    while todo:
+        state = todo.pop()
+        if state in moves:
+            continue
+        if len(moves) >= _LARGEST_TEXT:
+            return None
+        counted, node, start = state
+        found: dict = {}
+        for char in alphabet + [None]:
+            after = step(node, char) if char is not None else 0
+            at = -1
+            if start >= 0 and char == not_first[start]:
+                at = start + 1
+                if at == len(not_first):
+                    continue
+            end = ends[after]
+            if end is not None and end[0] == "forbidden":
+                continue
+            if end is not None:
+                if counted + depth[node] + 1 - end[1] <= most:
+                    found.setdefault("end", []).append(char)
+                continue
+            more = counted + depth[node] + 1 - depth[after]
+            if more <= most:
+                found.setdefault((more, after, at), []).append(char)
+        moves[state] = found
+        todo.extend(outcome for outcome in found if outcome != "end")
+    # Only states from which the closer can still be reached.
+    alive = set()
+    grown = True
+    while grown:
+        grown = False
+        for state, found in moves.items():
+            if state not in alive and any(o == "end" or o in alive for o in found):
+                alive.add(state)
+                grown = True
+    if (0, 0, 0 if not_first else -1) not in alive:
+        return None
+    names = {
+        state: f"{name}-{index}" for index, state in enumerate(moves) if state in alive
+    }
+    names[(0, 0, 0 if not_first else -1)] = name
+    rules = {}
+    for state, found in moves.items():
+        if state not in alive:
+            continue
+        options = []
+        for outcome, chars in found.items():
+            if outcome != "end" and outcome not in alive:
+                continue
+            if None in chars:
+                taken = "".join(c for c in alphabet if c not in chars)
+                written = _gbnf_class(True, taken or alphabet)
+                if not taken:  # (every character: none taken out)
+                    written = f"( {written} | {_gbnf_class(False, alphabet)} )"
+            elif len(chars) == 1:
+                written = _gbnf_literal(chars[0])
+            else:
+                written = _gbnf_class(False, "".join(chars))
+            options.append(
+                written if outcome == "end" else f"{written} {names[outcome]}"
+            )
+        rules[names[state]] = " | ".join(options)
+    return rules
 
 
 def _counted(item, low, high):
@@ -6314,8 +6498,11 @@ class _Arguments:
     """The rules of one tool's arguments, added to ``rules`` under names that start
     with ``tag``."""
 
-    def __init__(self, rules, tag, schema, strict, split, sort=False):
+    def __init__(self, rules, tag, schema, strict, split, sort=False, counted=True):
         self.rules = rules
+        # Whether a raw value's maxLength is held (``raw_string``): not in the
+        # structural tag, whose rules xgrammar would take seconds to compile.
+        self.counted = counted
         self.tag = tag
         self.root = schema
         self.strict = strict  # every object closed
@@ -6331,6 +6518,10 @@ class _Arguments:
         if split:
             rules[_BREAK] = f'( "\\x00" {_BREAK} )?'
         self.made = {}  # body → name: a body written twice is one rule
+        # A counted raw value's rule → (closers, forbidden, not_first, most): the
+        # text ``_text_rules`` made its rules for (the Lark grammar writes it as one
+        # regular expression).
+        self.texts: dict = {}
         self.refs = {}  # $ref → the name of its rule
         self.loops: dict = {}  # $ref → the $refs it leads round to (``_loop``)
         self.depth = 0  # how many values (and $refs) the one being made is inside
@@ -6448,7 +6639,7 @@ class _Arguments:
         properties, required, other = shape
         entries = {}
         for key, field in properties.items():
-            value = self._unit_value(field)
+            value = self._unit_value(field, key)
             if value is not None:
                 entries[key] = self._unit(value, _gbnf_literal(key), field)
         extra = None
@@ -6512,7 +6703,7 @@ class _Arguments:
         rest = _seq([self.gap.strip(), value, self._rule(after) if after else ""])
         return f"{first} {rest}", f"{later} {rest}"
 
-    def _unit_value(self, schema):
+    def _unit_value(self, schema, key=None):
         """(a unit's value, what closes it, whether the whitespace around it is
         exactly what the reader leaves out): the text as written where the value
         is a string (the reader types the rest by the schema); None where no value
@@ -6531,6 +6722,11 @@ class _Arguments:
                 if kinds is None or "string" in kinds:
                     return _either(written), exact, True
                 return _either(written), TOOL_VALUE_CLOSE, False
+            counted = self.raw_string(schema, key)
+            if counted is not None:
+                # (counted from where the reader starts it: the whitespace the key's
+                # literal ends with, once; any other is the value's)
+                return counted, "", True
             kinds = self._kinds(schema, 0)
             if kinds is None or "string" in kinds or kinds & set(TOOL_RAW_KINDS):
                 return TOOL_RAW_VALUE, "", False
@@ -6665,7 +6861,8 @@ class _Arguments:
         style = self.style
         if kind == "string":
             if style == "own":
-                return TOOL_RAW_VALUE
+                # the text between the string's marks: counted where it may be
+                return self._raw_text(schema) or TOOL_RAW_VALUE
             return self._string(schema)
         if kind == "integer":
             low, high = _integer_range(schema)
@@ -6720,6 +6917,43 @@ class _Arguments:
             mark = _gbnf_literal(quote)
             quoted.append(f"{mark} {_counted(char, low, high)} {mark}")
         return self._rule(" | ".join(quoted))
+
+    def raw_string(self, schema, key=None):
+        """The rule of a string of ``schema`` where the format writes one as its own
+        text up to a closer (``_raw_forms``; ``key``: the unit's, where the closer
+        names it) and ``maxLength`` bounds it: the text of each form with at most that
+        many characters (``_text_rules``), its closer included; None where the
+        format writes strings otherwise, ``schema`` admits other values than strings,
+        sets no bound this enforces, or these rules are not ``counted``. (The Lark
+        grammar takes the same texts.)"""
+        if self._kinds(schema, 0) != {"string"}:
+            return None
+        return self._raw_text(schema, key)
+
+    def _raw_text(self, schema, key=None):
+        """``raw_string`` for a string ``schema`` admits (among other values)."""
+        most = _bound(self._resolved(schema), "maxLength")
+        forms = _raw_forms(key)
+        if most is None or forms is None or not self.counted:
+            return None
+        options = []
+        for opening, closers, forbidden, not_first in forms:
+            text = (closers, forbidden, not_first, most)
+            for index in range(len(self.rules) + 1):
+                # one rule name per text in these rules: the first free, or the one
+                # already holding this text's rules
+                name = f"raw{most}-{index}"
+                rules = _text_rules(name, *text)
+                if rules is None:
+                    return None
+                if name not in self.rules:
+                    self.rules.update(rules)
+                    break
+                if all(self.rules.get(rule) == body for rule, body in rules.items()):
+                    break
+            self.texts[name] = text
+            options.append(_seq([_gbnf_literal(opening) if opening else "", name]))
+        return _either(options)
 
     def _own_members(self, schema):
         """The members of an object in the template's own syntax after its opening
@@ -7587,8 +7821,11 @@ def _call_object(shape, name, parameters, order):
         (shape["name"], {"const": name}, True),
         (shape["arguments"], arguments, True),
     ]
+    # The id and the other members, held short (compiler/codegen/structural_tag.py;
+    # a module built before says nothing: any string, any value).
+    short = shape.get("id_schema", {"type": "string"}), shape.get("other_schema", {})
     leaves += [
-        (path, {"type": "string"} if path == shape["id"] else {}, False)
+        (path, short[0] if path == shape["id"] else short[1], False)
         for path in shape["other"]
     ]
     for path, leaf, required in leaves:
@@ -7693,7 +7930,9 @@ def _typed_value(schema, root):
     for a unit's value (schema_gbnf, on the format's own rules); None where no value
     fits."""
     rules = _rules(GBNF_TOOLS or "")
-    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    # (a raw string's maxLength not held: xgrammar compiles the rules that hold it,
+    # one per character left and place in the closer, in seconds)
+    value = _Arguments(rules, "value", root, False, False, counted=False)._value(schema)
     if value is None:
         return None
     rules["root"] = _renamed(value, TOOL_TOP_VALUES)
@@ -7896,6 +8135,13 @@ def _lark_unit(rule, key, schema, strict, root):
     if kind == "enum" and "unit-enum" not in _LARK:
         kind = "scalar"  # whitespace around a listed string is no part of it
     typed = None
+    if key is not None and KEY_ESCAPES:
+        escapes = {char: form for form, char in KEY_ESCAPES.items()}
+        key = "".join(escapes.get(char, char) for char in key)
+    if kind == "string" and key is not None and "unit-raw" in _LARK:
+        # The template's text, its length bounded: the GBNF's counted rule.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root, key)
+        kind = "raw" if typed else kind
     if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
         # An object or array the template writes as a Python literal, or in a
         # syntax of its own: the GBNF's rules for it, in Lark.
@@ -7903,13 +8149,7 @@ def _lark_unit(rule, key, schema, strict, root):
         kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
-    if key is None:
-        written = _LARK["key"]
-    else:
-        if KEY_ESCAPES:
-            escapes = {char: form for form, char in KEY_ESCAPES.items()}
-            key = "".join(escapes.get(char, char) for char in key)
-        written = _lark_regex(key)
+    written = _LARK["key"] if key is None else _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
     if "attributes" in _LARK:
@@ -7923,18 +8163,30 @@ def _lark_unit(rule, key, schema, strict, root):
     return rule, text
 
 
-def _lark_typed_value(rule, schema, root):
+def _lark_typed_value(rule, schema, root, key=None):
     """(the rule, its rules) of the values of ``schema`` as the format writes them
     (Python literals, or a syntax of the template's own), from the GBNF's rules for
     one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
     one lexeme in the GBNF is a terminal here (its name in capitals), the rest
-    rules; None where no value fits."""
+    rules; None where no value fits. With ``key`` (the unit's, as the template
+    writes it), a string as its text as written through the unit's suffix, counted
+    (``raw_string``); None where it is not."""
     rules = _rules(GBNF_TOOLS or "")
-    value = _Arguments(rules, "v", root, False, False)._value(schema)
+    arguments = _Arguments(rules, "v", root, False, False)
+    value = (
+        arguments._value(schema) if key is None else arguments.raw_string(schema, key)
+    )
     if value is None:
         return None
     rules["root"] = value
     rules = _rules(_written(rules))
+    # A counted raw value: one regular expression (the GBNF's rules for it, one per
+    # character left and place in its closer, are many).
+    texts = {text: found for text, found in arguments.texts.items() if text in rules}
+    for text in texts:
+        for other in [other for other in rules if other.startswith(text + "-")]:
+            del rules[other]
+        rules[text] = '"text"'  # (a terminal: what it stands for is written below)
     terminals = _terminal(rules)
 
     def name(gbnf_name):
@@ -7950,10 +8202,34 @@ def _lark_typed_value(rule, schema, root):
         return name(text)
 
     lines = [
-        "%s: %s\n" % (name(rule_name), _GBNF_TOKEN.sub(token, body))
+        "%s: %s\n"
+        % (
+            name(rule_name),
+            (
+                _lark_text(*texts[rule_name])
+                if rule_name in texts
+                else _GBNF_TOKEN.sub(token, body)
+            ),
+        )
         for rule_name, body in rules.items()
     ]
     return name("root"), "".join(lines)
+
+
+def _lark_text(closers, forbidden, not_first, most):
+    """schema_gbnf's ``_text_rules`` as one regular expression (llguidance's ``&``
+    and ``~``): at most ``most`` characters, through the first of ``closers``, none of
+    ``forbidden``, not starting with ``not_first``."""
+    close = "(?:%s)" % "|".join(map(_lark_regex, closers))
+    found = [
+        "/(?s:.{0,%d})%s/" % (most, close),
+        "~/(?s:.*)%s(?s:.+)/" % close,
+    ]
+    if forbidden:
+        found.append("~/(?s:.*)(?:%s)(?s:.*)/" % "|".join(map(_lark_regex, forbidden)))
+    if not_first:
+        found.append("~/%s(?s:.*)/" % _lark_regex(not_first))
+    return " & ".join(found)
 
 
 def _gbnf_text(literal):

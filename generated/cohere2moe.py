@@ -286,26 +286,28 @@ GBNF = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
     "tool-arguments ::= json-object\n"
+    'short-string ::= "\\"" json-char{0,64} "\\""\n'
+    'call-other-value ::= ( short-string | ( "0" | "-"? [1-9] [0-9]{0,17} ) | "true" | "false" | "null" )\n'
     'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
-    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws\n'
+    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-111 ::= json-close\n"
-    "call-110 ::= ( call-then-field-2 json-value call-111 | json-close )\n"
+    "call-110 ::= ( call-then-field-2 call-111 | json-close )\n"
     "call-101 ::= call-then-arguments tool-arguments call-111\n"
-    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 json-value call-101 )\n"
+    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 call-101 )\n"
     'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-011 ::= call-then-name call-111\n"
-    "call-010 ::= ( call-then-name call-110 | call-then-field-2 json-value call-011 )\n"
-    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
+    "call-010 ::= ( call-then-name call-110 | call-then-field-2 call-011 )\n"
+    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
-    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
+    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 )\n"
     'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
-    'call-first-field-2-2 ::= ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
-    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 json-value call-001 ) calls-more\n"
+    'call-first-field-2-2 ::= ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
+    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 call-001 ) calls-more\n"
     "reply ::= content-open-body | content-open-trig calls-rest | content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "T" ( "H" ( "I" ( "N" ( "K" ( "I" ( "N" ( "G" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|END_THINKING|>"\n'
@@ -403,26 +405,28 @@ _GRAMMAR_NO_THINKING = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
     "tool-arguments ::= json-object\n"
+    'short-string ::= "\\"" json-char{0,64} "\\""\n'
+    'call-other-value ::= ( short-string | ( "0" | "-"? [1-9] [0-9]{0,17} ) | "true" | "false" | "null" )\n'
     'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
-    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws\n'
+    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-111 ::= json-close\n"
-    "call-110 ::= ( call-then-field-2 json-value call-111 | json-close )\n"
+    "call-110 ::= ( call-then-field-2 call-111 | json-close )\n"
     "call-101 ::= call-then-arguments tool-arguments call-111\n"
-    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 json-value call-101 )\n"
+    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 call-101 )\n"
     'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-011 ::= call-then-name call-111\n"
-    "call-010 ::= ( call-then-name call-110 | call-then-field-2 json-value call-011 )\n"
-    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
+    "call-010 ::= ( call-then-name call-110 | call-then-field-2 call-011 )\n"
+    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
-    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
+    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 )\n"
     'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= ws "{" ws "\\"parameters\\"" ws ":" ws\n'
-    'call-first-field-2-2 ::= ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
-    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 json-value call-001 ) calls-more\n"
+    'call-first-field-2-2 ::= ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
+    "calls-rest ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 call-001 ) calls-more\n"
     "reply ::= content-open-body | content-open-trig calls-rest | content-body end | content-trig calls-rest\n"
     'reasoning-body ::= reasoning-body-0-0* ( "<" reasoning-body-1-1* ( "|" ( "E" ( "N" ( "D" ( "_" ( "T" ( "H" ( "I" ( "N" ( "K" ( "I" ( "N" ( "G" ( "|" )? )? )? )? )? )? )? )? )? )? )? )? )? )? )?\n'
     'reasoning-closed ::= reasoning-body-0-0* "<" reasoning-body-1-1* "|END_THINKING|>"\n'
@@ -481,26 +485,28 @@ GBNF_TOOLS = (
     'json-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n'
     "tool-name ::= [^\\x00- \\\"'\\\\\\x7F]+\n"
     "tool-arguments ::= json-object\n"
+    'short-string ::= "\\"" json-char{0,64} "\\""\n'
+    'call-other-value ::= ( short-string | ( "0" | "-"? [1-9] [0-9]{0,17} ) | "true" | "false" | "null" )\n'
     'call-first-name ::= ws "," ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-then-arguments ::= ws "," ws "\\"parameters\\"" ws ":" ws\n'
-    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws\n'
+    'call-then-field-2 ::= ws "," ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-111 ::= json-close\n"
-    "call-110 ::= ( call-then-field-2 json-value call-111 | json-close )\n"
+    "call-110 ::= ( call-then-field-2 call-111 | json-close )\n"
     "call-101 ::= call-then-arguments tool-arguments call-111\n"
-    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 json-value call-101 )\n"
+    "call-100 ::= ( call-then-arguments tool-arguments call-110 | call-then-field-2 call-101 )\n"
     'call-first-arguments ::= ws "," ws "{" ws "\\"parameters\\"" ws ":" ws\n'
     'call-then-name ::= ws "," ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     "call-011 ::= call-then-name call-111\n"
-    "call-010 ::= ( call-then-name call-110 | call-then-field-2 json-value call-011 )\n"
-    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
+    "call-010 ::= ( call-then-name call-110 | call-then-field-2 call-011 )\n"
+    'call-first-field-2 ::= ws "," ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
     "call-001 ::= ( call-then-name call-101 | call-then-arguments tool-arguments call-011 )\n"
-    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 )\n"
+    "call-next ::= ( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 )\n"
     'calls-more-part ::= ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end\n'
     "calls-more ::= call-next* calls-more-part\n"
     'call-first-name-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""\n'
     'call-first-arguments-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws\n'
-    'call-first-field-2-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws\n'
-    "calls-root ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 json-value call-001 ) calls-more\n"
+    'call-first-field-2-2 ::= "<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value\n'
+    "calls-root ::= ( call-first-name-2 call-100 | call-first-arguments-2 tool-arguments call-010 | call-first-field-2-2 call-001 ) calls-more\n"
 )
 
 # The rules of the grammars for other tool_choice and parallel_tool_calls settings
@@ -510,9 +516,9 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
-        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
+        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value',
         "calls-rest-part": "calls-more",
-        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
+        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 ) calls-rest-part",
     },
     ("required", True, True): {
         "root": "reasoning-open-closed reply",
@@ -523,9 +529,9 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
-        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
+        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value',
         "calls-rest-part": "calls-more",
-        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
+        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 ) calls-rest-part",
         "reply": "content-open-trig calls-rest | content-trig calls-rest",
     },
     ("none", True, True): {"reply": "content-open-body | content-body end"},
@@ -538,18 +544,18 @@ _GRAMMAR_CHOICES = {
         "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": 'ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": 'ws "{" ws "\\"parameters\\"" ws ":" ws',
-        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
+        "call-first-field-2": 'ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value',
         "calls-rest-part": "calls-more",
-        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-rest-part",
+        "calls-rest": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 ) calls-rest-part",
         "reply": "content-open-trig calls-rest | content-trig calls-rest",
     },
     ("auto", False, "tools"): {
         "calls-more": 'ws "]" ( ws ( "<|END_TEXT|><|END_OF_TURN_TOKEN|>" | "<|END_TEXT|>" | "<|START_OF_TURN_TOKEN|><|USER_TOKEN|><|START_TEXT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>" | "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TEXT|>" | "<|END_ACTION|>" | "<|END_OF_TURN_TOKEN|>" ) ){0,3} end',
         "call-first-name": '"<|START_ACTION|>[" ws "{" ws "\\"tool_name\\"" ws ":" ws "\\"" tool-name "\\""',
         "call-first-arguments": '"<|START_ACTION|>[" ws "{" ws "\\"parameters\\"" ws ":" ws',
-        "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws',
+        "call-first-field-2": '"<|START_ACTION|>[" ws "{" ws "\\"tool_call_id\\"" ws ":" ws call-other-value',
         "calls-root-part": "calls-more",
-        "calls-root": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 json-value call-001 ) calls-root-part",
+        "calls-root": "( call-first-name call-100 | call-first-arguments tool-arguments call-010 | call-first-field-2 call-001 ) calls-root-part",
     },
 }
 
@@ -586,6 +592,19 @@ _STRUCTURAL_TAG: dict = {
             "name": ["tool_name"],
             "arguments": ["parameters"],
             "id": [],
+            "id_schema": {"type": "string", "maxLength": 64},
+            "other_schema": {
+                "anyOf": [
+                    {"type": "string", "maxLength": 64},
+                    {
+                        "type": "integer",
+                        "minimum": -999999999999999999,
+                        "maximum": 999999999999999999,
+                    },
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ]
+            },
             "other": [["tool_call_id"]],
             "arguments_as_string": False,
             "orders": [
@@ -631,14 +650,7 @@ _LARK = {
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\](?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|END_TEXT\\|><\\|END_OF_TURN_TOKEN\\|>|<\\|END_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|USER_TOKEN\\|><\\|START_TEXT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TOOL_RESULT\\|>|<\\|START_OF_TURN_TOKEN\\|><\\|SYSTEM_TOKEN\\|><\\|START_TEXT\\|>|<\\|END_ACTION\\|>|<\\|END_OF_TURN_TOKEN\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
-        'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
-        "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
-        "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
-        "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
-        "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
-        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
+        'SHORT_VALUE: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4})){0,64}"|0|-?[1-9][0-9]{0,17}|true|false|null/\n'
     ),
     "start-calls": (
         "REASONING: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>/ & ~/(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_THINKING\\|>)?(?s:.*)<\\|END_THINKING\\|>(?s:.+)/\n"
@@ -658,13 +670,13 @@ _LARK = {
     "list-single": "calls_tail: calls_more\n",
     "call": (
         "call_%%I%%_o_111: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n"
-        'call_%%I%%_o_110: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_111 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n'
+        'call_%%I%%_o_110: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ SHORT_VALUE call_%%I%%_o_111 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/\n'
         'call_%%I%%_o_101: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_111\n'
-        'call_%%I%%_o_100: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_101\n'
+        'call_%%I%%_o_100: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ SHORT_VALUE call_%%I%%_o_101\n'
         'call_%%I%%_o_011: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_111\n'
-        'call_%%I%%_o_010: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_011\n'
+        'call_%%I%%_o_010: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_110 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ SHORT_VALUE call_%%I%%_o_011\n'
         'call_%%I%%_o_001: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_101 | /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_011\n'
-        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value call_%%I%%_o_001\n'
+        'call_%%I%%_o: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_name"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"%%NAME%%"/ call_%%I%%_o_100 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"parameters"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% call_%%I%%_o_010 | /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}"tool_call_id"[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ SHORT_VALUE call_%%I%%_o_001\n'
         "call_%%I%%: call_%%I%%_o\n"
     ),
     "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|START_ACTION\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}",

@@ -716,6 +716,7 @@ _LARK = {
     "null": "null",
     "unit-text": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
     "unit-string": '%%RULE%%[lazy]: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?s:.*)<\\/｜DSML｜parameter>/\n',
+    "unit-raw": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">/ %%TYPED%%\n',
     "unit-scalar": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:%%VALUE%%)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜parameter>/\n',
     "unit-enum": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">(?:%%VALUE%%)<\\/｜DSML｜parameter>/\n',
     "unit-json": '%%RULE%%: /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<｜DSML｜parameter name="[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%KEY%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}" string="%%ATTR%%">[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%JSON%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\/｜DSML｜parameter>/\n',

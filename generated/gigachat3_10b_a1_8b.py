@@ -426,6 +426,19 @@ _STRUCTURAL_TAG: dict = {
             "name": ["name"],
             "arguments": ["arguments"],
             "id": [],
+            "id_schema": {"type": "string", "maxLength": 64},
+            "other_schema": {
+                "anyOf": [
+                    {"type": "string", "maxLength": 64},
+                    {
+                        "type": "integer",
+                        "minimum": -999999999999999999,
+                        "maximum": 999999999999999999,
+                    },
+                    {"type": "boolean"},
+                    {"type": "null"},
+                ]
+            },
             "other": [],
             "arguments_as_string": False,
             "orders": [["name", "arguments"], ["arguments", "name"]],
@@ -450,14 +463,7 @@ _LARK = {
         "calls_full: call_full calls_tail\n"
         "calls_rest: call_rest calls_tail\n"
         "calls_more: /(?:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}(?:<\\|message_sep\\|>|<\\/s>|user<\\|role_sep\\|>|function result<\\|role_sep\\|>|system<\\|role_sep\\|>)){0,4}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n"
-        'JSON_STRING: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/\n'
-        "NUMBER: /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n"
-        "JSON_WORD: /true|false|null/\n"
-        'JSON_KEY: /(?:"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4}))*")[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}:[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/\n'
-        "json_value: json_object | json_array | JSON_STRING | NUMBER | JSON_WORD\n"
-        "json_member: JSON_KEY json_value\n"
-        "json_object: /\\{[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_member (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_member)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\}/ | /\\}/)\n"
-        "json_array: /\\[[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ (json_value (/[ \\t]{0,32}\\r?\\n?[ \\t]{0,32},[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ json_value)* /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\]/ | /\\]/)\n"
+        'SHORT_VALUE: /"(?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\\\/bfnrt]|u[0-9a-fA-F]{4})){0,64}"|0|-?[1-9][0-9]{0,17}|true|false|null/\n'
     ),
     "start-calls": "start: reply\n",
     "start-calls-no-thinking": "start: reply\n",

@@ -195,7 +195,7 @@ GBNF = (
     'content-body-10-0 ::= [^S\\x5B] | "S" [^\\x5B\\]]\n'
     'content-body-10-1 ::= [\\x5B] | "S" [\\x5B]\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
-    "call-id ::= [^\\x00- \\x5B\\x7F]+\n"
+    "call-id ::= [a-zA-Z0-9]{9}\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
@@ -233,7 +233,7 @@ GBNF_TOOLS = (
     'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( "[INST]" ws )?\n'
     "tool-name ::= [^\\x00- \\x5B\\x7F]+\n"
-    "call-id ::= [^\\x00- \\x5B\\x7F]+\n"
+    "call-id ::= [a-zA-Z0-9]{9}\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
     'json-members ::= json-member ( json-comma json-member )* json-close | "}"\n'
@@ -297,10 +297,7 @@ _STRUCTURAL_TAG: dict = {
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
                 ["text", "[CALL_ID]", True],
-                [
-                    "regex",
-                    "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u005B\\u007F]+",
-                ],
+                ["regex", "[a-zA-Z0-9]{9}"],
                 ["text", "[ARGS]", True],
                 ["arguments"],
                 ["end", [""]],
@@ -309,10 +306,7 @@ _STRUCTURAL_TAG: dict = {
                 ["text", "[TOOL_CALLS]"],
                 ["name"],
                 ["text", "[CALL_ID]", True],
-                [
-                    "regex",
-                    "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u005B\\u007F]+",
-                ],
+                ["regex", "[a-zA-Z0-9]{9}"],
                 ["text", "", True],
                 ["arguments"],
                 ["end", [""]],
@@ -361,7 +355,7 @@ _LARK = {
     "required": "reply: CONTENT_TRIG calls_rest\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%(?:\\[CALL_ID\\][ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[\\-\\.0-:A-Z_a-z]+(?:\\[ARGS\\]|)|\\[ARGS\\]|)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%%\n",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%(?:\\[CALL_ID\\][ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[a-zA-Z0-9]{9}(?:\\[ARGS\\]|)|\\[ARGS\\]|)[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%%\n",
     "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_CALLS\\]",
     "lead-rest": "",
     "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}\\[TOOL_CALLS\\]",

@@ -229,7 +229,7 @@ GBNF = (
     'content-body-12-1 ::= [<] | "|" [<]\n'
     'content-open-body ::= ws "<|content|>" content-body end\n'
     'content-open-trig ::= ws "<|content|>" content-trig\n'
-    "call-id ::= [^\\x00- <\\x7F]+\n"
+    "call-id ::= [^\\x00- <\\x7F]{1,64}\n"
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -324,7 +324,7 @@ GBNF_TOOLS = (
     "root ::= calls-root\n"
     'ws ::= [ \\t]{0,32} "\\r"? "\\n"? [ \\t]{0,32}\n'
     'end ::= ws ( ( "<|end|>" | "<|begin|>user<|content|>" ) ws )?\n'
-    "call-id ::= [^\\x00- <\\x7F]+\n"
+    "call-id ::= [^\\x00- <\\x7F]{1,64}\n"
     "tool-name ::= [^\\x00- <\\x7F]+\n"
     'json-value ::= json-object | json-array | json-string | json-number | "true" | "false" | "null"\n'
     "json-object ::= json-open json-members\n"
@@ -416,7 +416,7 @@ _STRUCTURAL_TAG: dict = {
                 ["text", "<|tool_call:begin|>"],
                 [
                     "regex",
-                    "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u003C\\u007F]+",
+                    "[^\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\u0008\\u0009\\u000A\\u000B\\u000C\\u000D\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F\\u0020\\u003C\\u007F]{1,64}",
                 ],
                 ["text", "<|tool_call:name|>"],
                 ["name"],
@@ -475,7 +475,7 @@ _LARK = {
     "required": "reply: CONTENT_OPEN_TRIG calls_rest | calls_full\n",
     "list": "calls_tail: call_next* calls_more\n",
     "list-single": "calls_tail: calls_more\n",
-    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[^\\x{0}- <\\x{7f}]+[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:name\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:args\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:end\\|>/\n",
+    "call": "call_%%I%%: /%%LEAD%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}[^\\x{0}- <\\x{7f}]{1,64}[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:name\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}%%NAME%%[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:args\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}/ %%ARGS%% /[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:end\\|>/\n",
     "lead-full": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_calls\\|>[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",
     "lead-rest": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",
     "lead-next": "[ \\t]{0,32}\\r?\\n?[ \\t]{0,32}<\\|tool_call:begin\\|>",

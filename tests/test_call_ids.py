@@ -83,9 +83,11 @@ def test_an_id_of_a_call_that_proved_malformed_is_free(slug):
 )
 def test_the_grammar_holds_an_id_to_the_form_the_template_checks(call_id, taken):
     """Mistral Nemo's template raises on a call id that is not nine letters or
-    digits; its calls' GBNF takes only ids of that form (a small model held to it
-    once wrote an id of a hundred digits and never closed the call)."""
+    digits; its calls' GBNF and Lark grammar take only ids of that form (a small
+    model held to it once wrote an id of a hundred digits and never closed the
+    call)."""
     from tests.test_grammar import accepts
+    from tests.test_lark import accepts as lark_accepts
 
     module = rt.module(NEMO)
     tools = [rt.TOOLS["get_weather"]]
@@ -93,7 +95,89 @@ def test_the_grammar_holds_an_id_to_the_form_the_template_checks(call_id, taken)
     call = {"name": "get_weather", "arguments": {"city": "Paris"}, "id": call_id}
     text = "[TOOL_CALLS][" + json.dumps(call) + "]"
     assert accepts(grammar, text) is taken, text
+    assert lark_accepts(module.lark_grammar(tools), text, NEMO) is taken, text
     # the id read back as written where the grammar takes it
     if taken:
         message = module.parse(text, tools=tools, strict=True)
         assert message["tool_calls"][0]["id"] == call_id
+
+
+# A call id, or another member the template writes beside a call (an index, a type),
+# in no form the template checks: held short in every grammar (the live run: Command
+# R7B and Cohere2MoE wrote a `tool_call_id` of a hundred digits and never closed the
+# call). compiler/codegen/gbnf.py's ID_LONGEST, INTEGER_DIGITS: 64 characters, 18
+# digits; written out here, so that a change to them is a change to this test.
+LONGEST, DIGITS = 64, 18
+COHERE = ("cohere2moe", "cohereforai_c4ai_command_r7b_12_2024_tool_use")
+
+
+def _exports(slug, tools):
+    """export → whether it takes an output (from the trigger on, for the GBNF)."""
+    from tests.test_grammar import accepts
+    from tests.test_lark import accepts as lark_accepts
+    from tests.test_tool_grammar import trigger_start
+
+    module = rt.module(slug)
+    gbnf = module.tool_call_grammar(tools, parallel_tool_calls=False)
+    lark = module.lark_grammar(tools)
+
+    def lazy(text):
+        return text[trigger_start(module.TRIGGERS, text) :]
+
+    return {
+        "gbnf": lambda text: accepts(gbnf, lazy(text), slug),
+        "lark": lambda text: lark_accepts(lark, text, slug),
+    }
+
+
+def _cohere_call(slug):
+    from tests.test_tool_choice_gbnf import _call_kind, _output
+
+    text = _output(slug, _call_kind("get_weather", {"city": "Paris"}))
+    assert text is not None and text.count('"tool_call_id": "0"') == 1, text
+    return text
+
+
+@pytest.mark.parametrize("slug", COHERE)
+@pytest.mark.parametrize(
+    "value, taken",
+    [
+        ('"0"', True),  # the template's own: its counter
+        ('"%s"' % ("7" * LONGEST), True),
+        ('"%s"' % ("7" * (LONGEST + 1)), False),
+        ('"chatcmpl-tool-%s"' % ("ab12" * 8), True),  # vLLM's
+        ("3", True),
+        ("9" * DIGITS, True),
+        ("9" * (DIGITS + 1), False),
+        ("null", True),
+        ('{"a": 1}', False),
+    ],
+)
+def test_a_member_the_template_writes_beside_the_call_is_short(slug, value, taken):
+    tools = [rt.TOOLS["get_weather"]]
+    text = _cohere_call(slug).replace('"tool_call_id": "0"', '"tool_call_id": ' + value)
+    for export, takes in _exports(slug, tools).items():
+        assert takes(text) is taken, (export, value)
+    # parse reads the call whatever the member holds
+    assert rt.module(slug).parse(text, tools=tools)["tool_calls"], text
+
+
+@pytest.mark.parametrize(
+    "slug, call_id, taken",
+    [
+        ("upstage_solar_open_100b", "call00001", True),
+        ("upstage_solar_open_100b", "c" * LONGEST, True),
+        ("upstage_solar_open_100b", "c" * (LONGEST + 1), False),
+        # Mistral Small 3.2's template checks ids as Nemo's does: nine letters or digits
+        ("mistral_small_3_2_24b_instruct_2506", "call00001", True),
+        ("mistral_small_3_2_24b_instruct_2506", "call000012", False),
+        ("mistral_small_3_2_24b_instruct_2506", "call-0001", False),
+    ],
+)
+def test_an_id_written_between_markers_is_held_short(slug, call_id, taken):
+    tools = [rt.TOOLS["get_weather"]]
+    text = rendered(slug, ["call00001"]).replace("call00001", call_id)
+    for export, takes in _exports(slug, tools).items():
+        assert takes(text) is taken, (export, call_id)
+    if taken:
+        assert ids_read(slug, text) == [call_id]

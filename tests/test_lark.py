@@ -205,10 +205,10 @@ def _nested_call_grammar(fields: dict) -> tuple[str, str]:
     parts = lark_rules.build(model.build(spec, slug="nested", origin="nested.yaml"))
     call = parts["call"]
     for hole, text in [("%%I%%", "0"), ("%%LEAD%%", ""), ("%%NAME%%", "get_weather"),
-                       ("%%ARGS%%", "json_object")]:  # fmt: skip
+                       ("%%ARGS%%", "%json {}")]:  # fmt: skip
         call = call.replace(hole, text)
     lines = parts["rules"].splitlines(keepends=True)
-    values = [line for line in lines if line.lower().startswith(("json_", "number"))]
+    values = [line for line in lines if line.startswith(("SHORT_VALUE", "CALL_ID"))]
     return "start: call_0\n" + call + "".join(values), spec["tools"]["call"]["end"]
 
 

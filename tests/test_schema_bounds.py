@@ -262,6 +262,7 @@ BAD = {
 INTEGER = {"integer too large", "integer too small", "leading zero"}
 ARRAY = {"too many items", "too few items"}
 STRINGS = {"string too long", "string too short"}
+LONG = {"string too long"}
 # Per format and export, what is refused. Strict: a breach that starts being refused
 # joins its set (docs/exports.md says what each leaves unbounded, and why).
 REFUSED = {
@@ -271,14 +272,15 @@ REFUSED = {
         "lark": INTEGER | ARRAY | STRINGS,
     },
     "qwen_qwen3_0_6b": {"gbnf": INTEGER | ARRAY | STRINGS, "lark": INTEGER | ARRAY | STRINGS},
-    # key/value units: a string is the text up to </parameter>, uncounted
-    "qwen3_coder": {"gbnf": INTEGER | ARRAY, "lark": INTEGER | ARRAY},
+    # key/value units: a string is the text up to </parameter>, its pieces counted by
+    # maxLength (a piece one or more characters: no minLength)
+    "qwen3_coder": {"gbnf": INTEGER | ARRAY | LONG, "lark": INTEGER | ARRAY | LONG},
     # Python literals: Lark types an array as any value (the GBNF's rules reach it
     # with s10-live2), and a string as the quoted text
     "lfm2_5_8b_a1b": {"gbnf": INTEGER | ARRAY | STRINGS, "lark": INTEGER},
-    # its own syntax: a string is the text up to <|"|>, uncounted; an array typed
-    # by the GBNF's rules for it, in Lark too
-    "google_gemma_4_31b_it": {"gbnf": INTEGER | ARRAY, "lark": INTEGER | ARRAY},
+    # its own syntax: a string is the text up to <|"|>, its pieces counted; an array
+    # typed by the GBNF's rules for it, in Lark too
+    "google_gemma_4_31b_it": {"gbnf": INTEGER | ARRAY | LONG, "lark": INTEGER | ARRAY | LONG},
 }
 
 
@@ -343,3 +345,152 @@ def test_an_unbounded_string_keeps_the_raw_quoted_text():
     ):
         assert _python_accepts(schema, "'a\tb'"), schema  # (a tab: no Python literal)
     assert not _python_accepts({"type": "string", "maxLength": 9}, "'a\tb'")
+
+
+# ---------------------------------------------------------------------------
+# a string that is the format's own text up to a closer (a unit's value, Gemma 4's
+# <|"|>…<|"|>): counted exactly, as the reader reads it
+
+NOTE = {
+    "type": "function",
+    "function": {
+        "name": "note",
+        "description": "Keep a note.",
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "maxLength": 8}},
+            "required": ["text"],
+        },
+    },
+}
+# Values of the bound's length, plain and holding what begins a closer or a marker
+# (MiniCPM5's template writes those with "<" or a line break between CDATA marks).
+WITHIN = ["abcdefgh", "<<<<<<<<", "</</</</", "a\nb\nc\nd\n", "]<]<|>|>", "Ada's <b", "  ab  \n"]
+# One character more, the same kinds.
+BEYOND = ["abcdefghi", "<<<<<<<<<", "a\nb\nc\nd\ne\n", " Ada's <b"]
+
+
+def _raw_slugs() -> list[str]:
+    """The corpus formats that write a string argument as their own text up to a
+    closer: a unit's value up to its suffix, or the text between string marks that
+    hold no escapes (not LFM2.5's Python strings, counted as Python's)."""
+    return [
+        slug
+        for slug in rt.slugs()
+        if getattr(rt.module(slug), "SUFFIXED_VALUES", False)
+        or getattr(rt.module(slug), "RAW_STRINGS", False)
+    ]
+
+
+@pytest.fixture
+def note(monkeypatch):
+    monkeypatch.setitem(rt.TOOLS, "note", NOTE)
+
+
+def _note(slug: str, value: str) -> str | None:
+    """The template's call of ``note`` with ``value``; None where it writes none that
+    parse reads back."""
+    return _output(slug, _call_kind("note", {"text": value}))
+
+
+def _note_exports(slug: str, tool=NOTE) -> dict:
+    module = rt.module(slug)
+    gbnf = module.tool_call_grammar(tools=[tool], parallel_tool_calls=False)
+    lark = module.lark_grammar(tools=[tool])
+
+    def lazy(text):
+        start = trigger_start(module.TRIGGERS, text)
+        assert start is not None, text
+        return text[start:]
+
+    return {
+        "gbnf": (lambda t: accepts(gbnf, lazy(t), slug), lambda t: why_rejected(gbnf, lazy(t))),
+        "lark": (lambda t: lark_accepts(lark, t, slug), lambda t: lark_why_rejected(lark, t)),
+    }
+
+
+@pytest.mark.parametrize("slug", _raw_slugs())
+def test_a_raw_string_is_held_to_its_max_length(slug, note):
+    """The template's calls with values of maxLength's characters are taken by the
+    GBNF and Lark, with one more refused (they took any text: a model looped there);
+    without the bound, taken."""
+    within = [text for text in map(functools.partial(_note, slug), WITHIN) if text]
+    beyond = [text for text in map(functools.partial(_note, slug), BEYOND) if text]
+    assert len(within) >= 4 and len(beyond) >= 2, "the template writes too few notes"
+    free = json.loads(json.dumps(NOTE))
+    del free["function"]["parameters"]["properties"]["text"]["maxLength"]
+    for export, (takes, why) in _note_exports(slug).items():
+        for text in within:
+            assert takes(text), (export, why(text))
+        for text in beyond:
+            assert not takes(text), (export, "taken, over maxLength", text)
+    for export, (takes, why) in _note_exports(slug, free).items():
+        for text in beyond:
+            assert takes(text), (export, why(text))
+
+
+def test_a_raw_string_never_holds_the_next_unit_s_key():
+    """MiniCPM5's reader ends a value where the next unit's key mark is written (its
+    suffix then missing): a counted value holding one is refused, as parse reads it
+    cut short there (the live run: ``<param name="guests" …`` inside a value, and no
+    call read)."""
+    slug = "openbmb_minicpm5_1b"
+    long = json.loads(json.dumps(NOTE))
+    long["function"]["parameters"]["properties"]["text"]["maxLength"] = 40
+    text = '<function name="note"><param name="text">a <param name="b"></param></function>'
+    (call,) = rt.module(slug).parse(text, tools=[long])["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"text": "a ", "b": ""}
+    for export, (takes, _) in _note_exports(slug, long).items():
+        assert not takes(text), export
+        assert takes(text.replace('<param name="b">', "<param b>")), export
+
+
+@pytest.mark.parametrize(
+    "slug",
+    ["qwen3_coder", "deepseek_ai_deepseek_v3_2", "openbmb_minicpm5_1b", "minimax_m3",
+     "google_gemma_4_31b_it", "kimi_k3"],
+)
+def test_a_raw_string_taken_is_one_parse_reads_within_bounds(slug, note):
+    """Values drawn from the characters of the format's closers and key mark (and
+    holding them, whole or cut), written where the template writes a note's value:
+    the GBNF and Lark take the same ones, and parse reads each taken as one call
+    whose text is within maxLength (the grammars count the value as the reader reads
+    it); one parse reads as written within bounds is taken, but where the template
+    would write it between MiniCPM5's CDATA marks."""
+    import random
+
+    module = rt.module(slug)
+    frame = _note(slug, "abcdefgh")
+    assert frame is not None and frame.count("abcdefgh") == 1
+    most = 16  # (room for a key mark)
+    tool = json.loads(json.dumps(NOTE))
+    tool["function"]["parameters"]["properties"]["text"]["maxLength"] = most
+    names = ("ARG_VALUE_SUFFIX", "ARG_KEY_PREFIX", "ARG_STRING_CLOSE", "VERBATIM_OPEN",
+             "VERBATIM_CLOSE")  # fmt: skip
+    words = [getattr(module, name, "").replace("{key}", "text") for name in names]
+    words = [word for word in words if word]
+    alphabet = sorted(set("".join(words) + "ax \n"))
+    chooser = random.Random(33)
+    exports = _note_exports(slug, tool)
+    taken_count = 0
+    for _ in range(200):
+        size = chooser.randint(0, 20)
+        value = "".join(chooser.choice(alphabet) for _ in range(size))
+        if chooser.random() < 0.4:  # a closer or mark, or its beginning, in it
+            word = chooser.choice(words)
+            word = word[: chooser.randint(1, len(word))]
+            value = value[: size // 2] + word + value[size // 2 :][: chooser.randint(0, 3)]
+        text = frame.replace("abcdefgh", value)
+        gbnf, lark = (takes(text) for takes, _ in exports.values())
+        assert gbnf == lark, (value, gbnf, lark)
+        message = module.parse(text, tools=[tool])
+        read = [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]]
+        if gbnf:
+            taken_count += 1
+            assert len(read) == 1 and set(read[0]) == {"text"}, (value, read)
+            assert len(read[0]["text"]) <= most, (value, read)
+        elif read == [{"text": value}] and len(value) <= most and not value[:1].isspace():
+            # refused, though parse reads it as written: only where the template
+            # would not write it so (a verbatim mark the reader needs)
+            assert slug == "openbmb_minicpm5_1b" and ("<" in value or "\n" in value), value
+    assert taken_count >= 20, taken_count

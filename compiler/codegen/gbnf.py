@@ -74,6 +74,15 @@ VALUE_HOLE = "tool-value"
 # ... and the attribute before the value that names its type, where the template
 # writes one word per type (``TOOL_ATTRIBUTES``).
 ATTRIBUTE_HOLE = "tool-attribute"
+# A call id the template writes in no form it checks (``polyfills.call_ids``), and the
+# other members a JSON call holds beside its name, arguments and id (an index, a type;
+# Command R7B's ``tool_call_id``, a counter), are held short in every grammar, so that a
+# model cannot write one without end (the live run: a hundred digits). Real ids fit:
+# vLLM's ``chatcmpl-tool-`` and 32 hex digits is 46 characters, OpenAI's ``call_…`` some
+# 30, a UUID 36. An id holds at most this many characters (a JSON string's escape one),
+# an integer at most ``INTEGER_DIGITS`` digits (within a 64-bit integer).
+ID_LONGEST = 64
+INTEGER_DIGITS = 18
 
 
 # -- text in which given strings do not occur -------------------------------------------
@@ -750,12 +759,19 @@ class _Grammar:
         return _Piece(terminal=False, absorb=absorb)
 
     def hole_rule(self, name: str, parts: tuple[Part, ...], hole: str) -> str:
-        """The rule of a name or id hole: the characters every such hole may hold."""
+        """The rule of a name or id hole: the characters every such hole may hold; an
+        id as the template checks it (``polyfills.call_ids``), else at most
+        ``ID_LONGEST`` of them."""
         chars = (True, QUOTES if self.quoted is not None else "")
         for part in parts:
             if part.hole == hole:
                 chars = _intersection(chars, name_class(part.after))
-        return self.add(name, _class(*chars, repeated=True))
+        if hole != "id":
+            return self.add(name, _class(*chars, repeated=True))
+        form = _id_class(self.fmt.polyfills.call_ids)
+        if form is not None and _within(form, chars):
+            return self.add(name, form)
+        return self.add(name, _class(*chars) + "{1,%d}" % ID_LONGEST)
 
     # calls
 
@@ -1097,28 +1113,52 @@ class _Grammar:
             head = self.named("call-open", f'{opening} {name} ws ":" ws')
             return f"{head} {arguments} json-close"
         shape = fields.member_tree
+        # The other members (an index, a type): short (``ID_LONGEST``), as the reader
+        # takes none of them.
+        short = self.short_string(python)
+        digits = "[0-9]{0,%d}" % (INTEGER_DIGITS - 1)
+        words = ["true", "false", "null"] + (["True", "False", "None"] if python else [])
+        other = self.add(
+            "call-other-value",
+            _alternatives(
+                [short, f'( "0" | "-"? [1-9] {digits} )'] + [literal(w) for w in words]
+            ),
+        )
         leaves = {
             "name": (name, True),
             "arguments": (arguments, False),
-            "other": (f"{prefix}-value", False),
+            "other": (other, True),
         }
-        ids = _id_class(self.fmt.polyfills.call_ids)
-        if fields.id is not None and ids is not None:
-            # The template refuses other ids (Mistral's nine letters or digits): a
-            # string of that form, which also keeps a small model from writing an
-            # endless one.
+        if fields.id is not None:
+            # The id: of the form the template checks (Mistral's nine letters or
+            # digits), or short; a string all the same.
             node = shape = _copied(shape)
             for key in fields.id[:-1]:
                 node = node[key]
             node[fields.id[-1]] = "id"
-            ids = self.add("call-id-chars", ids)
-            leaves["id"] = (
-                _alternatives(
-                    [f"{literal(q)} {ids} {literal(q)}" for q in _quotes(python)]
-                ),
-                True,
-            )
+            form = _id_class(self.fmt.polyfills.call_ids)
+            if form is not None:
+                chars = self.add("call-id-chars", form)
+                form = _alternatives(
+                    [f"{literal(q)} {chars} {literal(q)}" for q in _quotes(python)]
+                )
+            leaves["id"] = (short if form is None else form, True)
         return self.json_object("call", shape, opening, leaves, python)
+
+    def short_string(self, python: bool) -> str:
+        """A JSON (or Python) string of at most ``ID_LONGEST`` characters, an escape
+        one."""
+        if not python:
+            return self.add(
+                "short-string", '"\\"" json-char{0,%d} "\\""' % ID_LONGEST
+            )
+        quoted = []
+        escape = '"\\\\" [^\\x00-\\x1F]'
+        for quote in _quotes(True):
+            plain = char_class(quote + "\\" + NOT_IN_NAMES[:0x20], True)
+            mark = literal(quote)
+            quoted.append(f"{mark} ( {plain} | {escape} ){{0,{ID_LONGEST}}} {mark}")
+        return self.add("short-string", _alternatives(quoted))
 
     def json_object(
         self, prefix: str, shape: dict, opening: str, leaves: dict, python: bool
@@ -1504,6 +1544,19 @@ def _id_class(pattern: str | None) -> str | None:
     if pattern is None or not _ID_PATTERN.fullmatch(pattern):
         return None
     return pattern
+
+
+def _within(form: str, chars: tuple[bool, str]) -> bool:
+    """Whether every character an id of ``form`` (``_id_class``'s: ASCII letters,
+    digits and "-" in one class) may hold is one of ``chars`` (negated, chars)."""
+    found = re.match(r"\[[^\]]*\]", form)
+    assert found is not None
+    negated, given = chars
+    return all(
+        (char in given) != negated
+        for char in map(chr, range(0x80))
+        if re.fullmatch(found.group(), char)
+    )
 
 
 def _copied(shape: dict) -> dict:

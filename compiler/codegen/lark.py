@@ -16,7 +16,8 @@ them as the parts of a module's ``_LARK``:
   its arguments (``%%ARGS%%``) and its label in rule names (``%%I%%``) left open;
 - ``arguments``: ``json`` (``%json`` of the tool's schema), ``units`` (key/value
   units made of the ``unit-…`` templates: ``%%RULE%%``, ``%%KEY%%``, ``%%VALUE%%``,
-  ``%%JSON%%``, ``%%TYPED%%``: a Python literal's or own-syntax value's rule, ``%%ATTR%%``: the attribute naming the value's type, one of the
+  ``%%JSON%%``, ``%%TYPED%%``: a Python literal's or own-syntax value's rule, or a
+  string's text as written counted by its ``maxLength`` (``unit-raw``), ``%%ATTR%%``: the attribute naming the value's type, one of the
   words ``attributes`` (JSON: type → regular expression) gives), or a rule of the
   format's own (arguments no schema can type);
 - ``name``, ``key``: any name, any key, as the reader takes them; ``separator``,
@@ -48,7 +49,7 @@ from .. import quoted_strings
 from ..quoted_strings import QUOTES, SPACES, Way
 from ..runtime.lark import _lark_regex as rx
 from ..runtime.schema_gbnf import WS_BLANKS, WS_REGEX, ws_fits
-from .gbnf import MARKERS_AFTER_CALLS
+from .gbnf import ID_LONGEST, INTEGER_DIGITS, MARKERS_AFTER_CALLS, _copied, _id_class, _within
 
 WS = WS_REGEX  # bounded (compiler/runtime/schema_gbnf.py says how)
 # ... and at least one character of it (whitespace that separates units).
@@ -287,7 +288,13 @@ class _Lark:
             if part.hole == hole:
                 for text in (part.after, *(text for text, _ in options)):
                     chars = _intersection(chars, name_class(text))
-        return _class(chars) + "+"
+        if hole != "id":
+            return _class(chars) + "+"
+        # An id as the template checks it, else short (as in the GBNF).
+        form = _id_class(self.fmt.polyfills.call_ids)
+        if form is not None and _within(form, chars):
+            return form
+        return _class(chars) + "{1,%d}" % ID_LONGEST
 
     def holes(self, index: int, stop: int) -> str:
         """The holes ``index`` to ``stop`` of a tagged call and the literals after
@@ -365,8 +372,24 @@ class _Lark:
             self.add("call_%%I%%", _seq(items), part="call")
             return
         shape = fields.member_tree
-        leaves = {"name": [name], "arguments": [_Ref("%%ARGS%%")],
-                  "other": [_Ref(self.values(python))]}  # fmt: skip
+        # The id and the other members, short (as in the GBNF: ``ID_LONGEST``).
+        strings = [_quoted(q) for q in quotes] if python else [JSON_STRING]
+        most = "{0,%d}" % ID_LONGEST  # for the "*" before each closing quote
+        string = "|".join(text[:-2] + most + text[-1] for text in strings)
+        words = "true|false|null|True|False|None" if python else "true|false|null"
+        integer = "0|-?[1-9][0-9]{0,%d}" % (INTEGER_DIGITS - 1)
+        other = self.add("SHORT_VALUE", f"/{string}|{integer}|{words}/")
+        leaves = {"name": [name], "arguments": [_Ref("%%ARGS%%")], "other": [_Ref(other)]}
+        if fields.id is not None:
+            # The id: a string, of the form the template checks where it checks one.
+            shape = _copied(shape)
+            node = shape
+            for key in fields.id[:-1]:
+                node = node[key]
+            node[fields.id[-1]] = "id"
+            form = _id_class(self.fmt.polyfills.call_ids)
+            ids = string if form is None else "|".join(q + form + q for q in quotes)
+            leaves["id"] = [_Ref(self.add("CALL_ID", f"/{ids}/"))]
         rule = self.json_object("call_%%I%%_o", shape, opening, leaves, quotes)
         self.add("call_%%I%%", _seq([_Ref(rule), closing]), part="call")
 
@@ -380,7 +403,7 @@ class _Lark:
         if prefix in self.parts.get("call", {}):
             return prefix
         keys = list(shape)
-        required = {i for i, key in enumerate(keys) if shape[key] != "other"}
+        required = {i for i, key in enumerate(keys) if shape[key] not in ("other", "id")}
         comma = WS + "," + WS
 
         def member(index: int, start: str) -> list:
@@ -456,6 +479,9 @@ class _Lark:
                 suffix = rx(core)
             self.out["unit-text"] = f"%%RULE%%[lazy]: /{head}{ANY}{suffix}/\n"
             self.out["unit-string"] = self.out["unit-text"]
+            # A string whose length its schema bounds: the text through the suffix,
+            # counted as the GBNF counts it (``%%TYPED%%``: compiler/runtime/lark.py).
+            self.out["unit-raw"] = f"%%RULE%%: /{exact}/ %%TYPED%%\n"
             self.out["unit-scalar"] = f"%%RULE%%: /{head}{WS}(?:%%VALUE%%){WS}{suffix}/\n"
             # A string the schema lists is read as written: no whitespace around it
             # but what the key's literal ends with and the suffix starts with, once.
@@ -520,8 +546,10 @@ class _Lark:
         self.out["unit-scalar"] = f"%%RULE%%: /{head}(?:%%VALUE%%)/\n"
         if arguments.syntax is not None:
             # Objects and arrays in the template's own syntax, held to their schema
-            # by the GBNF's rules for such a value (``%%TYPED%%``).
+            # by the GBNF's rules for such a value (``%%TYPED%%``); and a string whose
+            # length its schema bounds, by the GBNF's counted rule for it.
             self.out["unit-typed"] = f"%%RULE%%: /{head}/ %%TYPED%%\n"
+            self.out["unit-raw"] = self.out["unit-typed"]
 
     def quoted_strings(self, quoted, closer: str) -> str:
         """Rules ``arg_string…`` for the strings of units whose reader ends one at the

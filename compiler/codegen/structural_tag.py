@@ -127,8 +127,8 @@ def _calls(fmt: Format) -> dict | None:
         "call_trigger": calls.start.strip(),
         "section": section,
         "separator": calls.separator,
-        "variants": _variants(calls, start, stops),
-        "json": _json(calls),
+        "variants": _variants(calls, start, stops, fmt.polyfills.call_ids),
+        "json": _json(calls, fmt.polyfills.call_ids),
         "arguments": _arguments(calls, fmt),
         "bare": bare,
         "content_openers": openers,
@@ -141,8 +141,11 @@ def _calls(fmt: Format) -> dict | None:
     return found
 
 
-def _variants(calls: Calls, start: str, stops: tuple[str, ...]) -> list[list]:
-    """Every way of writing one call, as items (see the module's docstring)."""
+def _variants(
+    calls: Calls, start: str, stops: tuple[str, ...], ids: str | None
+) -> list[list]:
+    """Every way of writing one call, as items (see the module's docstring); ``ids``:
+    the pattern the template checks call ids against (``polyfills.call_ids``)."""
     if calls.format == "json":
         return [[["text", start], ["arguments"], ["end", _closers(calls.end, stops)]]]
     found: list[list] = []
@@ -151,7 +154,7 @@ def _variants(calls: Calls, start: str, stops: tuple[str, ...]) -> list[list]:
         if len(found) >= _MAX_VARIANTS:
             return
         part: Part = calls.parts[index]
-        hole = _hole(calls, part)
+        hole = _hole(calls, part, ids)
         if part.hole == "arguments":
             closers = [c for text in (part.after, *part.also) for c in _closers(text, stops)]
             found.append(items + [hole, ["end", list(dict.fromkeys(closers))]])
@@ -173,14 +176,15 @@ def _variants(calls: Calls, start: str, stops: tuple[str, ...]) -> list[list]:
     return found
 
 
-def _hole(calls: Calls, part: Part) -> list:
+def _hole(calls: Calls, part: Part, ids: str | None) -> list:
     if part.hole == "name":
         return ["name"]
     if part.hole == "arguments":
         return ["arguments"]
     if part.hole == "index":
         return ["regex", "[0-9]+"]
-    # An id: the characters every such hole may hold (as the grammar has them).
+    # An id: the characters every such hole may hold (as the grammar has them), in
+    # the form the template checks, else at most ``gbnf.ID_LONGEST`` of them.
     excluded, allowed = "", None
     for other in calls.parts:
         if other.hole == part.hole:
@@ -189,9 +193,17 @@ def _hole(calls: Calls, part: Part) -> list:
                 excluded += chars
             else:
                 allowed = set(chars) if allowed is None else allowed & set(chars)
+    most = "{1,%d}" % gbnf.ID_LONGEST
     if allowed is None:
-        return ["regex", _regex_class(True, excluded) + "+"]
-    return ["regex", _regex_class(False, "".join(sorted(allowed - set(excluded)))) + "+"]
+        held = (True, excluded)
+        found = _regex_class(True, excluded) + most
+    else:
+        held = (False, "".join(sorted(allowed - set(excluded))))
+        found = _regex_class(False, held[1]) + most
+    form = gbnf._id_class(ids)
+    if form is not None and gbnf._within(form, held):
+        return ["regex", form]
+    return ["regex", found]
 
 
 def _regex_class(negated: bool, chars: str) -> str:
@@ -204,19 +216,34 @@ def _regex_class(negated: bool, chars: str) -> str:
     return "[" + ("^" if negated else "") + body + "]"
 
 
-def _json(calls: Calls) -> dict | None:
-    """Where a JSON call keeps its fields: paths, and the orders of the top level."""
+def _json(calls: Calls, ids: str | None) -> dict | None:
+    """Where a JSON call keeps its fields: paths, and the orders of the top level; the
+    JSON schemas of its id and of its other members, short (as in the GBNF:
+    ``gbnf.ID_LONGEST``, ``gbnf.INTEGER_DIGITS``); ``ids``: the pattern the template
+    checks call ids against (``polyfills.call_ids``)."""
     fields = calls.json
     if fields is None:
         return None
     if fields.name_is_key:
         return {"name_is_key": True, "orders": [[]]}
     top = list(dict.fromkeys(path[0] for path in fields.members))
+    short = {"type": "string", "maxLength": gbnf.ID_LONGEST}
+    largest = 10**gbnf.INTEGER_DIGITS - 1
+    form = gbnf._id_class(ids)
     return {
         "name_is_key": False,
         "name": list(fields.name or ()),
         "arguments": list(fields.arguments or ()),
         "id": list(fields.id or ()),
+        "id_schema": short if form is None else {"type": "string", "pattern": f"^{form}$"},
+        "other_schema": {
+            "anyOf": [
+                short,
+                {"type": "integer", "minimum": -largest, "maximum": largest},
+                {"type": "boolean"},
+                {"type": "null"},
+            ]
+        },
         "other": [
             list(path) for path in fields.members if path not in (fields.name, fields.arguments)
         ],

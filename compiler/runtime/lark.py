@@ -211,6 +211,13 @@ def _lark_unit(rule, key, schema, strict, root):
     if kind == "enum" and "unit-enum" not in _LARK:
         kind = "scalar"  # whitespace around a listed string is no part of it
     typed = None
+    if key is not None and KEY_ESCAPES:
+        escapes = {char: form for form, char in KEY_ESCAPES.items()}
+        key = "".join(escapes.get(char, char) for char in key)
+    if kind == "string" and key is not None and "unit-raw" in _LARK:
+        # The template's text, its length bounded: the GBNF's counted rule.
+        typed = _lark_typed_value(rule + "_value", _resolved(schema, root), root, key)
+        kind = "raw" if typed else kind
     if kind == "json" and "unit-json" not in _LARK and "unit-typed" in _LARK:
         # An object or array the template writes as a Python literal, or in a
         # syntax of its own: the GBNF's rules for it, in Lark.
@@ -218,13 +225,7 @@ def _lark_unit(rule, key, schema, strict, root):
         kind = "typed" if typed else "text"
     if "unit-" + kind not in _LARK:
         kind = "text"  # a value the format writes in no form a schema can check
-    if key is None:
-        written = _LARK["key"]
-    else:
-        if KEY_ESCAPES:
-            escapes = {char: form for form, char in KEY_ESCAPES.items()}
-            key = "".join(escapes.get(char, char) for char in key)
-        written = _lark_regex(key)
+    written = _LARK["key"] if key is None else _lark_regex(key)
     text = _LARK["unit-" + kind].replace("%%RULE%%", rule).replace("%%KEY%%", written)
     text = text.replace("%%VALUE%%", value)
     if "attributes" in _LARK:
@@ -238,18 +239,30 @@ def _lark_unit(rule, key, schema, strict, root):
     return rule, text
 
 
-def _lark_typed_value(rule, schema, root):
+def _lark_typed_value(rule, schema, root, key=None):
     """(the rule, its rules) of the values of ``schema`` as the format writes them
     (Python literals, or a syntax of the template's own), from the GBNF's rules for
     one value (schema_gbnf, on the format's own rules): a rule llguidance reads as
     one lexeme in the GBNF is a terminal here (its name in capitals), the rest
-    rules; None where no value fits."""
+    rules; None where no value fits. With ``key`` (the unit's, as the template
+    writes it), a string as its text as written through the unit's suffix, counted
+    (``raw_string``); None where it is not."""
     rules = _rules(GBNF_TOOLS or "")
-    value = _Arguments(rules, "v", root, False, False)._value(schema)
+    arguments = _Arguments(rules, "v", root, False, False)
+    value = (
+        arguments._value(schema) if key is None else arguments.raw_string(schema, key)
+    )
     if value is None:
         return None
     rules["root"] = value
     rules = _rules(_written(rules))
+    # A counted raw value: one regular expression (the GBNF's rules for it, one per
+    # character left and place in its closer, are many).
+    texts = {text: found for text, found in arguments.texts.items() if text in rules}
+    for text in texts:
+        for other in [other for other in rules if other.startswith(text + "-")]:
+            del rules[other]
+        rules[text] = '"text"'  # (a terminal: what it stands for is written below)
     terminals = _terminal(rules)
 
     def name(gbnf_name):
@@ -265,10 +278,34 @@ def _lark_typed_value(rule, schema, root):
         return name(text)
 
     lines = [
-        "%s: %s\n" % (name(rule_name), _GBNF_TOKEN.sub(token, body))
+        "%s: %s\n"
+        % (
+            name(rule_name),
+            (
+                _lark_text(*texts[rule_name])
+                if rule_name in texts
+                else _GBNF_TOKEN.sub(token, body)
+            ),
+        )
         for rule_name, body in rules.items()
     ]
     return name("root"), "".join(lines)
+
+
+def _lark_text(closers, forbidden, not_first, most):
+    """schema_gbnf's ``_text_rules`` as one regular expression (llguidance's ``&``
+    and ``~``): at most ``most`` characters, through the first of ``closers``, none of
+    ``forbidden``, not starting with ``not_first``."""
+    close = "(?:%s)" % "|".join(map(_lark_regex, closers))
+    found = [
+        "/(?s:.{0,%d})%s/" % (most, close),
+        "~/(?s:.*)%s(?s:.+)/" % close,
+    ]
+    if forbidden:
+        found.append("~/(?s:.*)(?:%s)(?s:.*)/" % "|".join(map(_lark_regex, forbidden)))
+    if not_first:
+        found.append("~/%s(?s:.*)/" % _lark_regex(not_first))
+    return " & ".join(found)
 
 
 def _gbnf_text(literal):

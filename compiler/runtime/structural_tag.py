@@ -473,8 +473,11 @@ def _call_object(shape, name, parameters, order):
         (shape["name"], {"const": name}, True),
         (shape["arguments"], arguments, True),
     ]
+    # The id and the other members, held short (compiler/codegen/structural_tag.py;
+    # a module built before says nothing: any string, any value).
+    short = shape.get("id_schema", {"type": "string"}), shape.get("other_schema", {})
     leaves += [
-        (path, {"type": "string"} if path == shape["id"] else {}, False)
+        (path, short[0] if path == shape["id"] else short[1], False)
         for path in shape["other"]
     ]
     for path, leaf, required in leaves:
@@ -579,7 +582,9 @@ def _typed_value(schema, root):
     for a unit's value (schema_gbnf, on the format's own rules); None where no value
     fits."""
     rules = _rules(GBNF_TOOLS or "")
-    value = _Arguments(rules, "value", root, False, False)._value(schema)
+    # (a raw string's maxLength not held: xgrammar compiles the rules that hold it,
+    # one per character left and place in the closer, in seconds)
+    value = _Arguments(rules, "value", root, False, False, counted=False)._value(schema)
     if value is None:
         return None
     rules["root"] = _renamed(value, TOOL_TOP_VALUES)

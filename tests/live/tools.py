@@ -7,7 +7,8 @@ The schemas bound their strings, arrays and integers as a careful tool author wo
 the grammars hold a value to them (compiler/runtime/schema_gbnf.py), so a small model
 cannot loop inside a value the schema refuses (a hundred digits, endless strings), and
 the run checks that a grammar refuses what its schema refuses. A value that is a
-format's raw text up to a closer stays uncounted (docs/exports.md)."""
+format's raw text up to a closer is counted too, in the GBNF and Lark grammar, not in
+the structural tag (docs/exports.md)."""
 
 from __future__ import annotations
 
