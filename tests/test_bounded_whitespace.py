@@ -162,3 +162,33 @@ def test_end_markers_after_the_call_are_bounded(slug):
         assert matcher.try_consume_tokens(data) == len(data), name
         taken = _markers_taken(matcher, marker)
         assert 1 <= taken <= MARKERS_AFTER_CALLS, (name, marker, taken)
+
+
+@pytest.mark.parametrize(
+    "slug", ["google_gemma_4_31b_it", "google_gemma_4_31b_it_interleaved"]
+)
+def test_content_after_the_call_may_hold_the_triggers_first_piece(slug):
+    """Where content follows the calls, it holds no trigger, but the trigger's first
+    piece alone opens no call: parse reads it as content, and the GBNF and the Lark
+    grammar both take it (the live run: SmolLM2 under Gemma 4's GBNF wrote
+    ``<|tool_call>call_to_guests{`` after its call, which the Lark grammar refused)."""
+    from tests.test_lark import accepts
+
+    call = _call(slug)
+    module = rt.module(slug)
+    trigger = module.TRIGGERS[0]["value"]
+    after = "\n" + trigger.replace("call:", "call_to_guests{")
+    assert trigger not in after
+    closer = "<tool_call|>"  # the call's own closer; the content goes after it
+    cut = call.text.rindex(closer) + len(closer)
+    text = call.text[:cut] + after + call.text[cut:]
+    output = call.lead + text
+    read = module.parse(output, tools=LISTED, enable_thinking=agreement.ENABLE_THINKING)
+    assert len(read["tool_calls"]) == 1 and "call_to_guests" in (read["content"] or "")
+    single = dict(parallel_tool_calls=False, enable_thinking=agreement.ENABLE_THINKING)
+    lark = module.lark_grammar(LISTED, tool_choice="required", **single)
+    assert accepts(lark, output, slug)
+    gbnf = module.tool_call_grammar(LISTED, parallel_tool_calls=False)
+    matcher = gbnf_matcher(gbnf, slug).deep_copy()
+    data = list(text.encode("utf-8"))
+    assert matcher.try_consume_tokens(data) == len(data)

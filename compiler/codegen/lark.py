@@ -613,8 +613,11 @@ class _Lark:
             self.add("calls_more", f"/{closing}{ends}/")
             return
         # Content after the calls: none, text up to an end-of-turn marker, or text to
-        # the end; never the trigger (that would be a broken call).
-        stops = markers + ([rx(self.head)] if self.head else [])
+        # the end; never the trigger (that would be a broken call): the whole of it, as
+        # the GBNF's (its first piece alone opens no call: the live run's Gemma 4 wrote
+        # ``<|tool_call>call_to_guests{`` there, which parse reads as content).
+        word = calls.separator.strip() if self.fmt.content_as_unit else calls.trigger
+        stops = markers + ([rx(word)] if word else [])
         options = [f"/{ends}/"]
         for number, marker in enumerate(markers):
             closed = self.add(f"AFTER_CLOSED_{number}", through("", marker, stops))
