@@ -301,11 +301,11 @@ def _rendered(slug: str, what: str | None) -> str:
     return text
 
 
-def _exports(slug: str):
-    """export → (whether it takes the text, why not)."""
+def _exports(slug: str, tool=BOOK):
+    """export → (whether it takes the text, why not), the calls' grammars of ``tool``."""
     module = rt.module(slug)
-    gbnf = module.tool_call_grammar(tools=[BOOK], parallel_tool_calls=False)
-    lark = module.lark_grammar(tools=[BOOK])
+    gbnf = module.tool_call_grammar(tools=[tool], parallel_tool_calls=False)
+    lark = module.lark_grammar(tools=[tool])
 
     def lazy(text):
         start = trigger_start(module.TRIGGERS, text)
@@ -393,22 +393,6 @@ def _note(slug: str, value: str) -> str | None:
     return _output(slug, _call_kind("note", {"text": value}))
 
 
-def _note_exports(slug: str, tool=NOTE) -> dict:
-    module = rt.module(slug)
-    gbnf = module.tool_call_grammar(tools=[tool], parallel_tool_calls=False)
-    lark = module.lark_grammar(tools=[tool])
-
-    def lazy(text):
-        start = trigger_start(module.TRIGGERS, text)
-        assert start is not None, text
-        return text[start:]
-
-    return {
-        "gbnf": (lambda t: accepts(gbnf, lazy(t), slug), lambda t: why_rejected(gbnf, lazy(t))),
-        "lark": (lambda t: lark_accepts(lark, t, slug), lambda t: lark_why_rejected(lark, t)),
-    }
-
-
 @pytest.mark.parametrize("slug", _raw_slugs())
 def test_a_raw_string_is_held_to_its_max_length(slug, note):
     """The template's calls with values of maxLength's characters are taken by the
@@ -419,12 +403,12 @@ def test_a_raw_string_is_held_to_its_max_length(slug, note):
     assert len(within) >= 4 and len(beyond) >= 2, "the template writes too few notes"
     free = json.loads(json.dumps(NOTE))
     del free["function"]["parameters"]["properties"]["text"]["maxLength"]
-    for export, (takes, why) in _note_exports(slug).items():
+    for export, (takes, why) in _exports(slug, NOTE).items():
         for text in within:
             assert takes(text), (export, why(text))
         for text in beyond:
             assert not takes(text), (export, "taken, over maxLength", text)
-    for export, (takes, why) in _note_exports(slug, free).items():
+    for export, (takes, why) in _exports(slug, free).items():
         for text in beyond:
             assert takes(text), (export, why(text))
 
@@ -440,7 +424,7 @@ def test_a_raw_string_never_holds_the_next_unit_s_key():
     text = '<function name="note"><param name="text">a <param name="b"></param></function>'
     (call,) = rt.module(slug).parse(text, tools=[long])["tool_calls"]
     assert json.loads(call["function"]["arguments"]) == {"text": "a ", "b": ""}
-    for export, (takes, _) in _note_exports(slug, long).items():
+    for export, (takes, _) in _exports(slug, long).items():
         assert not takes(text), export
         assert takes(text.replace('<param name="b">', "<param b>")), export
 
@@ -471,7 +455,7 @@ def test_a_raw_string_taken_is_one_parse_reads_within_bounds(slug, note):
     words = [word for word in words if word]
     alphabet = sorted(set("".join(words) + "ax \n"))
     chooser = random.Random(33)
-    exports = _note_exports(slug, tool)
+    exports = _exports(slug, tool)
     taken_count = 0
     for _ in range(200):
         size = chooser.randint(0, 20)
